@@ -1,0 +1,1 @@
+"""Backends run the same topology: `native` (server processes from packages) or `compose` (Docker)."""

@@ -1,0 +1,129 @@
+"""The native backend: every service a real server process on 127.0.0.1, started and stopped by the sandbox."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from sandbox import install, jvm, process
+from sandbox.config import Settings
+from sandbox.connectors import ConnectClient, connector_states, register_all
+from sandbox.errors import SandboxError
+from sandbox.services.apicurio import Apicurio
+from sandbox.services.base import NativeService, ServiceStatus
+from sandbox.services.connect import KafkaConnect
+from sandbox.services.kafka import Kafka
+from sandbox.services.localstack import LocalStack
+from sandbox.services.mariadb import MariaDB
+from sandbox.services.postgres import Postgres
+
+# Started together; Kafka Connect comes after them (it needs Kafka, and its connectors need everything else).
+INDEPENDENT = (Postgres, MariaDB, Kafka, Apicurio, LocalStack)
+DEPENDENT = (KafkaConnect,)
+
+
+def all_services(settings: Settings) -> list[NativeService]:
+    return [cls(settings) for cls in (*INDEPENDENT, *DEPENDENT)]
+
+
+def service(settings: Settings, name: str) -> NativeService:
+    for svc in all_services(settings):
+        if svc.name == name:
+            return svc
+    names = ", ".join(s.name for s in all_services(settings))
+    raise SandboxError(f"unknown service {name!r}", f"choose one of: {names}")
+
+
+def check_ports(services: list[NativeService]) -> None:
+    """Fail before touching anything if a port we must bind is held by a process that is not ours."""
+    taken = []
+    for svc in services:
+        if svc.external or svc.pid() is not None:
+            continue
+        for port in svc.ports:
+            holder = process.process_on_port(port)
+            if holder:
+                taken.append(f"port {port} ({svc.name}) is in use by {holder}")
+    if taken:
+        raise SandboxError(
+            "cannot start: " + "; ".join(taken),
+            "stop that process, or give the sandbox other ports, e.g. "
+            + " ".join(f"SANDBOX_{t.split('(')[1].split(')')[0].upper()}_PORT=<free port>" for t in taken[:2])
+            + " make up",
+        )
+
+
+def check_java(services: list[NativeService]) -> None:
+    if any(not s.external for s in services if s.name in ("kafka", "connect", "apicurio")):
+        jvm.java_binary()
+
+
+@dataclass
+class Step:
+    name: str
+    outcome: str
+
+
+def install_all(settings: Settings, report) -> None:
+    """Install what is missing; `report(name, outcome)` is told about each step."""
+    native = {s.name for s in all_services(settings) if not s.external}
+    installed = install.ensure_os_packages(native)
+    report("os packages", "installed " + ", ".join(installed) if installed else "present")
+    report("jvm artifacts", "resolved with Maven" if install.ensure_jvm_artifacts(settings) else "present")
+    if "localstack" in native:
+        report("localstack", "installed" if install.ensure_localstack(settings) else "present")
+
+
+def up(settings: Settings, report, skip_install: bool = False) -> None:
+    services = all_services(settings)
+    check_ports(services)
+    check_java(services)
+    if not skip_install:
+        install_all(settings, report)
+    settings.record_ports()
+    _start_together([s for s in services if isinstance(s, INDEPENDENT)], report)
+    _start_together([s for s in services if isinstance(s, DEPENDENT)], report)
+    for name in register_all(settings):
+        report(f"connector {name}", "RUNNING")
+
+
+def _start_together(services: list[NativeService], report) -> None:
+    with ThreadPoolExecutor(max_workers=len(services)) as pool:
+        futures = {svc.name: pool.submit(svc.start) for svc in services}
+        errors = []
+        for name, future in futures.items():
+            try:
+                report(name, future.result())
+            except SandboxError as exc:
+                errors.append(exc)
+    if errors:
+        if len(errors) == 1:
+            raise errors[0]
+        raise SandboxError("\n\n".join(str(e) for e in errors), "`sandbox down` stops what did start")
+
+
+def down(settings: Settings, report) -> None:
+    for svc in reversed(all_services(settings)):
+        if svc.external:
+            report(svc.name, "external, left alone")
+        else:
+            report(svc.name, "stopped" if svc.stop() else "was not running")
+
+
+def status(settings: Settings) -> tuple[list[ServiceStatus], list[tuple[str, str]]]:
+    services = all_services(settings)
+    with ThreadPoolExecutor(max_workers=len(services)) as pool:
+        statuses = list(pool.map(lambda s: s.status(), services))
+    return statuses, connector_status(settings, statuses)
+
+
+def connector_status(settings: Settings, statuses: list[ServiceStatus]) -> list[tuple[str, str]]:
+    connect_up = any(s.service == "connect" and s.state in ("running", "external") for s in statuses)
+    rows = []
+    for source in settings.topology.sources.values():
+        if not connect_up:
+            rows.append((source.connector, "-"))
+            continue
+        states = connector_states(ConnectClient(f"http://{settings.endpoint('connect').address}").status(source.connector))
+        rows.append((source.connector, "/".join(dict.fromkeys(states)) if states else "not registered"))
+    return rows

@@ -1,0 +1,181 @@
+"""Where the sandbox keeps its state, which ports it uses, and the CDC topology it sets up.
+
+Resolution order for every setting: environment variable, then what the sandbox recorded when it was first
+brought up (`<state>/ports.json`), then the default. Environment variables:
+
+- `SANDBOX_STATE_DIR`   state directory (default `<project>/.sandbox`)
+- `SANDBOX_TOOLS_DIR`   installed tools: resolved jars, LocalStack's virtualenv (default `<project>/.tools`)
+- `SANDBOX_<SERVICE>_PORT`  port of a service (`POSTGRES`, `MYSQL`, `KAFKA`, `KAFKA_CONTROLLER`, `CONNECT`,
+  `APICURIO`, `LOCALSTACK`)
+- `SANDBOX_<SERVICE>_HOST`  makes the service external: the sandbox does not start it and connects there
+- `SANDBOX_<SERVICE>_USER` / `SANDBOX_<SERVICE>_PASSWORD`  credentials of an external database
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from sandbox.errors import SandboxError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+TOPOLOGY_FILE = PROJECT_ROOT / "fixtures" / "topology.yaml"
+LOCALHOST = "127.0.0.1"
+
+DEFAULT_PORTS = {
+    "postgres": 5432,
+    "mysql": 3306,
+    "kafka": 9092,
+    "kafka_controller": 9093,
+    "connect": 8083,
+    "apicurio": 8080,
+    "localstack": 4566,
+}
+SERVICES = ("postgres", "mysql", "kafka", "connect", "apicurio", "localstack")
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    engine: str
+    database: str
+    connector: str
+    tables: tuple[str, ...]
+    schema: str | None = None
+
+    @property
+    def namespace(self) -> str:
+        """The middle part of a Debezium topic name: the schema on Postgres, the database on MySQL."""
+        return self.schema or self.database
+
+
+@dataclass(frozen=True)
+class Topology:
+    topic_prefix: str
+    lake_bucket: str
+    sources: dict[str, Source]
+
+    def topic(self, source: str, table: str) -> str:
+        return f"{self.topic_prefix}.{self.sources[source].namespace}.{table}"
+
+    def topics(self) -> list[str]:
+        return [self.topic(name, table) for name, src in self.sources.items() for table in src.tables]
+
+
+def load_topology(path: Path = TOPOLOGY_FILE) -> Topology:
+    try:
+        raw = yaml.safe_load(path.read_text())
+        sources = {
+            name: Source(
+                name=name,
+                engine=spec["engine"],
+                database=spec["database"],
+                schema=spec.get("schema"),
+                connector=spec["connector"],
+                tables=tuple(spec["tables"]),
+            )
+            for name, spec in raw["sources"].items()
+        }
+        return Topology(raw["topic_prefix"], raw["lake_bucket"], sources)
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise SandboxError(
+            f"topology file {path} is unreadable or incomplete: {exc!r}",
+            "each source needs engine, database, connector and tables; see fixtures/topology.yaml in git",
+        ) from exc
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    service: str
+    host: str
+    port: int
+    external: bool = False
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass
+class Settings:
+    state_dir: Path
+    tools_dir: Path
+    ports: dict[str, int]
+    external_hosts: dict[str, str] = field(default_factory=dict)
+    topology: Topology = field(default_factory=load_topology)
+    env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, env: dict[str, str] | None = None) -> "Settings":
+        env = dict(os.environ if env is None else env)
+        state_dir = Path(env.get("SANDBOX_STATE_DIR", PROJECT_ROOT / ".sandbox")).resolve()
+        tools_dir = Path(env.get("SANDBOX_TOOLS_DIR", PROJECT_ROOT / ".tools")).resolve()
+        recorded = _read_recorded_ports(state_dir)
+        ports = {name: _port_from_env(env, name, recorded.get(name, default)) for name, default in DEFAULT_PORTS.items()}
+        external = {
+            name: env[f"SANDBOX_{name.upper()}_HOST"] for name in SERVICES if env.get(f"SANDBOX_{name.upper()}_HOST")
+        }
+        return cls(state_dir=state_dir, tools_dir=tools_dir, ports=ports, external_hosts=external, env=env)
+
+    def endpoint(self, service: str) -> Endpoint:
+        host = self.external_hosts.get(service, LOCALHOST)
+        return Endpoint(service, host, self.ports[service], external=service in self.external_hosts)
+
+    def is_external(self, service: str) -> bool:
+        return service in self.external_hosts
+
+    def record_ports(self) -> None:
+        """Pin the ports of this sandbox so later commands (status, tests, down) find the same services."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        (self.state_dir / "ports.json").write_text(json.dumps(self.ports, indent=2, sort_keys=True) + "\n")
+
+    # Paths inside the state directory.
+    def data_dir(self, service: str) -> Path:
+        return self.state_dir / "data" / service
+
+    def conf_dir(self, service: str) -> Path:
+        return self.state_dir / "conf" / service
+
+    def log_file(self, service: str) -> Path:
+        return self.state_dir / "logs" / f"{service}.log"
+
+    def pid_file(self, service: str) -> Path:
+        return self.state_dir / "run" / f"{service}.pid"
+
+    @property
+    def secrets_file(self) -> Path:
+        return self.state_dir / "secrets" / "credentials.properties"
+
+    # Paths of installed tools.
+    @property
+    def jvm_dir(self) -> Path:
+        return self.tools_dir / "jvm"
+
+    @property
+    def localstack_venv(self) -> Path:
+        return self.tools_dir / "localstack-venv"
+
+
+def _read_recorded_ports(state_dir: Path) -> dict[str, int]:
+    path = state_dir / "ports.json"
+    if not path.exists():
+        return {}
+    try:
+        return {k: int(v) for k, v in json.loads(path.read_text()).items()}
+    except (ValueError, AttributeError) as exc:
+        raise SandboxError(f"{path} is corrupt: {exc}", f"delete {path}; the defaults will be used again") from exc
+
+
+def _port_from_env(env: dict[str, str], service: str, fallback: int) -> int:
+    raw = env.get(f"SANDBOX_{service.upper()}_PORT")
+    if raw is None:
+        return fallback
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise SandboxError(
+            f"SANDBOX_{service.upper()}_PORT={raw!r} is not a port number", "give a number between 1 and 65535"
+        )
+    return int(raw)

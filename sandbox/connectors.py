@@ -1,0 +1,120 @@
+"""Debezium source connectors: configs rendered from `fixtures/connectors/*.json`, registered through the
+Kafka Connect REST API, and waited on until they and their tasks run.
+
+`common.json` holds what every connector shares (topic prefix, Apicurio Avro converters, envelope flattening);
+`<engine>.json` adds the engine's part. `{{name}}` placeholders are filled from the topology and the endpoints.
+Passwords stay out of the configs: they are `${file:...}` references resolved by the worker.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import requests
+
+from sandbox.config import PROJECT_ROOT, Settings, Source
+from sandbox.credentials import login
+from sandbox.errors import SandboxError
+from sandbox.wait import wait_until
+
+TEMPLATE_DIR = PROJECT_ROOT / "fixtures" / "connectors"
+PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+def render(template: dict[str, str], values: dict[str, object]) -> dict[str, str]:
+    def fill(text: str) -> str:
+        def value(match: re.Match) -> str:
+            if match.group(1) not in values:
+                raise SandboxError(f"connector template uses {{{{{match.group(1)}}}}}, which the sandbox does not set",
+                                   f"fix the placeholder in {TEMPLATE_DIR}")
+            return str(values[match.group(1)])
+
+        return PLACEHOLDER.sub(value, text)
+
+    return {key: fill(value) for key, value in template.items()}
+
+
+def connector_config(settings: Settings, source: Source) -> dict[str, str]:
+    endpoint = settings.endpoint(source.name)
+    capture = login(settings, source.name, "debezium")
+    values = {
+        "topic_prefix": settings.topology.topic_prefix,
+        "apicurio_url": f"http://{settings.endpoint('apicurio').address}/apis/registry/v2",
+        "kafka_bootstrap": settings.endpoint("kafka").address,
+        "host": endpoint.host,
+        "port": endpoint.port,
+        "user": capture.user,
+        "password_key": capture.password_key,
+        "secrets_file": settings.secrets_file,
+        "database": source.database,
+        "schema": source.schema or "",
+    }
+    template = _load("common") | _load(source.engine)
+    return render(template, values)
+
+
+def _load(name: str) -> dict[str, str]:
+    path = TEMPLATE_DIR / f"{name}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SandboxError(f"connector template {path} is unreadable: {exc}", "restore it from git") from exc
+
+
+class ConnectClient:
+    """The few Kafka Connect REST calls the sandbox needs."""
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+
+    def put_config(self, name: str, config: dict[str, str]) -> None:
+        response = requests.put(f"{self.url}/connectors/{name}/config", json=config, timeout=30)
+        if response.status_code >= 400:
+            raise SandboxError(f"Kafka Connect rejected connector {name}: {response.text[:1500]}",
+                               f"fix the config (template in {TEMPLATE_DIR}); `sandbox logs connect` has details")
+
+    def status(self, name: str) -> dict:
+        response = requests.get(f"{self.url}/connectors/{name}/status", timeout=10)
+        return response.json() if response.status_code == 200 else {}
+
+    def connectors(self) -> list[str]:
+        return requests.get(f"{self.url}/connectors", timeout=10).json()
+
+    def plugins(self) -> list[str]:
+        return [p["class"] for p in requests.get(f"{self.url}/connector-plugins", timeout=10).json()]
+
+    def wait_running(self, name: str, timeout: float = 120) -> dict:
+        """Wait until the connector and all its tasks are RUNNING; a FAILED one fails at once with its trace."""
+
+        def running() -> dict | None:
+            status = self.status(name)
+            states = connector_states(status)
+            if "FAILED" in states:
+                raise SandboxError(f"connector {name} FAILED:\n{failure_trace(status)[:2000]}",
+                                   "fix the cause, then `make up` re-registers it (see `sandbox logs connect`)")
+            return status if len(states) > 1 and set(states) == {"RUNNING"} else None
+
+        return wait_until(running, timeout, f"connector {name} and its tasks to be RUNNING", "see `sandbox logs connect`")
+
+
+def failure_trace(status: dict) -> str:
+    parts = [status.get("connector", {}), *status.get("tasks", [])]
+    return next((part.get("trace", "") for part in parts if part.get("state") == "FAILED"), "")
+
+
+def connector_states(status: dict) -> list[str]:
+    if not status:
+        return []
+    return [status.get("connector", {}).get("state", "")] + [t.get("state", "") for t in status.get("tasks", [])]
+
+
+def register_all(settings: Settings) -> list[str]:
+    client = ConnectClient(f"http://{settings.endpoint('connect').address}")
+    names = []
+    for source in settings.topology.sources.values():
+        client.put_config(source.connector, connector_config(settings, source))
+        names.append(source.connector)
+    for name in names:
+        client.wait_running(name)
+    return names

@@ -1,0 +1,49 @@
+"""Apicurio Registry, the real server (Quarkus runner from Maven Central), storing schemas in a file-backed H2."""
+
+from __future__ import annotations
+
+import requests
+
+from sandbox import jvm
+from sandbox.errors import SandboxError
+from sandbox.services.base import NativeService
+
+API = "/apis/registry/v2"
+
+
+class Apicurio(NativeService):
+    name = "apicurio"
+    start_timeout = 120
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.endpoint.address}"
+
+    @property
+    def api_url(self) -> str:
+        return self.url + API
+
+    def runner_jar(self) -> str:
+        jars = sorted((self.settings.jvm_dir / "apicurio").glob("apicurio-registry-app-*-runner.jar"))
+        if not jars:
+            raise SandboxError(f"no Apicurio runner jar in {self.settings.jvm_dir / 'apicurio'}",
+                               "run `make up`: it resolves the server through Maven")
+        return str(jars[-1])
+
+    def prepare(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+    def command(self) -> list[str]:
+        return [jvm.java_binary(), "-Xms128m", "-Xmx512m", "-XX:+UseG1GC",
+                f"-Dquarkus.http.host={self.endpoint.host}", f"-Dquarkus.http.port={self.endpoint.port}",
+                "-Dquarkus.log.console.color=false", "-jar", self.runner_jar()]
+
+    def environment(self) -> dict[str, str]:
+        # Schemas must outlive a restart: Kafka messages refer to them by id.
+        return {"REGISTRY_DATASOURCE_URL": f"jdbc:h2:file:{self.data_dir / 'registry'}"}
+
+    def is_ready(self) -> bool:
+        return requests.get(f"{self.url}/health/ready", timeout=3).status_code == 200
+
+    def version(self) -> str:
+        return requests.get(f"{self.api_url}/system/info", timeout=3).json()["version"]

@@ -1,0 +1,61 @@
+"""Kafka Connect, distributed worker, with the Debezium plugins and the Apicurio converter on its plugin path.
+
+Connector passwords are read by the worker through Kafka's FileConfigProvider from the sandbox's credentials file.
+"""
+
+from __future__ import annotations
+
+import requests
+
+from sandbox import jvm
+from sandbox.services.base import NativeService
+from sandbox.services.kafka import write_log4j2
+
+
+class KafkaConnect(NativeService):
+    name = "connect"
+    start_timeout = 180
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.endpoint.address}"
+
+    def worker_properties(self) -> dict[str, object]:
+        return {
+            "bootstrap.servers": self.settings.endpoint("kafka").address,
+            "group.id": "sandbox-connect",
+            "listeners": f"http://{self.endpoint.address}",
+            "rest.advertised.host.name": self.endpoint.host,
+            "rest.advertised.port": self.endpoint.port,
+            "plugin.path": str(self.settings.jvm_dir / "connect-plugins"),
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "config.storage.topic": "_connect-configs",
+            "offset.storage.topic": "_connect-offsets",
+            "status.storage.topic": "_connect-status",
+            "config.storage.replication.factor": 1,
+            "offset.storage.replication.factor": 1,
+            "status.storage.replication.factor": 1,
+            "offset.storage.partitions": 5,
+            "offset.flush.interval.ms": 1000,
+            "config.providers": "file",
+            "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        }
+
+    def prepare(self) -> None:
+        self.conf_dir.mkdir(parents=True, exist_ok=True)
+        props = self.conf_dir / "connect-distributed.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in self.worker_properties().items()))
+        write_log4j2(self.conf_dir)
+
+    def command(self) -> list[str]:
+        return [jvm.java_binary(), "-Xms256m", "-Xmx1g", "-XX:+UseG1GC",
+                f"-Dlog4j2.configurationFile={self.conf_dir / 'log4j2.properties'}",
+                "-cp", jvm.classpath(self.settings.jvm_dir / "kafka"),
+                "org.apache.kafka.connect.cli.ConnectDistributed", str(self.conf_dir / "connect-distributed.properties")]
+
+    def is_ready(self) -> bool:
+        return requests.get(f"{self.url}/connectors", timeout=3).status_code == 200
+
+    def version(self) -> str:
+        return requests.get(self.url, timeout=3).json()["version"]
