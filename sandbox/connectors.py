@@ -78,6 +78,9 @@ class ConnectClient:
         response = requests.get(f"{self.url}/connectors/{name}/status", timeout=10)
         return response.json() if response.status_code == 200 else {}
 
+    def config(self, name: str) -> dict[str, str]:
+        return requests.get(f"{self.url}/connectors/{name}/config", timeout=10).json()
+
     def connectors(self) -> list[str]:
         return requests.get(f"{self.url}/connectors", timeout=10).json()
 

@@ -682,15 +682,17 @@ def _canonical_str_for(column: Column) -> Callable[[object], str]:
 
 
 def _canonical_formatter(column: Column) -> Callable[[object], str]:
+    if column.type == DECIMAL:
+        return _canonical_decimal_for(column)
+    if column.type == STR:
+        return _canonical_str_for(column)
     return {
-        INT: lambda: _canonical_int,
-        SMALLINT: lambda: _canonical_int,
-        DECIMAL: lambda: _canonical_decimal_for(column),
-        DATE: lambda: _canonical_date,
-        TIMESTAMP: lambda: _canonical_timestamp,
-        BOOL: lambda: _canonical_bool,
-        STR: lambda: _canonical_str_for(column),
-    }[column.type]()
+        INT: _canonical_int,
+        SMALLINT: _canonical_int,
+        DATE: _canonical_date,
+        TIMESTAMP: _canonical_timestamp,
+        BOOL: _canonical_bool,
+    }[column.type]
 
 
 def canonical_row_text_formatter(table: str | Table) -> Callable[[tuple], str]:

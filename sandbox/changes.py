@@ -1,0 +1,114 @@
+"""Reading the change events Debezium wrote to Kafka, decoded through the registry.
+
+Values carry Debezium's semantic types as Avro primitives (a `io.debezium.time.MicroTimestamp` is a long of
+microseconds); `typed_row` turns them back into the Python values a database driver returns, so a change event can be
+compared with the source row exactly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError
+
+from sandbox.errors import SandboxError
+from sandbox.registry import RegistryClient
+
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    topic: str
+    partition: int
+    offset: int
+    key: dict | None
+    value: dict | None
+    value_schema_id: int | None
+
+
+def _semantic_types(schema_json: str) -> dict[str, str]:
+    """Field name -> Connect semantic name (`connect.name`) of the value schema, for the fields that have one."""
+    found = {}
+    for field in json.loads(schema_json).get("fields", []):
+        for branch in field["type"] if isinstance(field["type"], list) else [field["type"]]:
+            if isinstance(branch, dict) and branch.get("connect.name"):
+                found[field["name"]] = branch["connect.name"]
+    return found
+
+
+_CONVERTERS: dict[str, Callable] = {
+    "io.debezium.time.MicroTimestamp": lambda v: EPOCH + dt.timedelta(microseconds=v),
+    "io.debezium.time.Timestamp": lambda v: EPOCH + dt.timedelta(milliseconds=v),
+    "io.debezium.time.NanoTimestamp": lambda v: EPOCH + dt.timedelta(microseconds=v // 1000),
+    "io.debezium.time.Date": lambda v: dt.date(1970, 1, 1) + dt.timedelta(days=v),
+    "org.apache.kafka.connect.data.Date": lambda v: v,
+}
+
+
+def typed_row(event: ChangeEvent, registry: RegistryClient) -> dict:
+    """The event's value with Debezium's semantic types converted to Python values."""
+    semantic = _semantic_types(registry.schema_by_global_id(event.value_schema_id))
+    row = {}
+    for name, value in (event.value or {}).items():
+        convert = _CONVERTERS.get(semantic.get(name, ""))
+        row[name] = convert(value) if convert and value is not None else value
+    return row
+
+
+class ChangeReader:
+    """Reads a topic from the beginning and keeps every decoded event, so tests can wait for the one they expect."""
+
+    def __init__(self, bootstrap: str, topic: str, registry: RegistryClient):
+        self.topic = topic
+        self.registry = registry
+        self.events: list[ChangeEvent] = []
+        self._consumer = Consumer({
+            "bootstrap.servers": bootstrap,
+            "group.id": f"sandbox-reader-{uuid.uuid4()}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "log_level": 0,
+        })
+        self._consumer.subscribe([topic])
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def __enter__(self) -> "ChangeReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def wait_for(self, predicate: Callable[[ChangeEvent], bool], timeout: float, what: str) -> ChangeEvent:
+        """Consume until an event satisfies `predicate`; fails after `timeout` saying what it waited for."""
+        deadline = time.monotonic() + timeout
+        for event in self.events:
+            if predicate(event):
+                return event
+        while time.monotonic() < deadline:
+            message = self._consumer.poll(min(1.0, max(0.05, deadline - time.monotonic())))
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
+                    continue
+                raise SandboxError(f"reading {self.topic}: {message.error()}", "check `sandbox status`")
+            event = self._decode(message)
+            self.events.append(event)
+            if predicate(event):
+                return event
+        raise SandboxError(f"timed out after {timeout:.0f} s waiting on {self.topic} for {what} "
+                           f"({len(self.events)} events read)", "check `sandbox status` and `sandbox logs connect`")
+
+    def _decode(self, message) -> ChangeEvent:
+        key = self.registry.decode(message.key())
+        value = self.registry.decode(message.value())
+        return ChangeEvent(message.topic(), message.partition(), message.offset(),
+                           key[1] if key else None, value[1] if value else None, value[0] if value else None)

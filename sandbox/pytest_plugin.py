@@ -1,0 +1,65 @@
+"""pytest fixtures for tests against the sandbox (registered as the `cdc_sandbox` plugin entry point).
+
+By default the fixtures attach to the sandbox of the current project (what `make up` started), bringing it up if
+it is not running. `SANDBOX_STATE_DIR` and the port variables point them at another one.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox.backends import native
+from sandbox.config import Settings
+from sandbox.connectors import ConnectClient
+from sandbox.registry import RegistryClient
+from sandbox.services.localstack import s3_client
+
+
+@pytest.fixture(scope="session")
+def sandbox_settings() -> Settings:
+    return Settings.load()
+
+
+@pytest.fixture(scope="session")
+def sandbox(sandbox_settings: Settings) -> Settings:
+    """A running sandbox: attached to if it is up, started (without installing) if not."""
+    statuses, connectors = native.status(sandbox_settings)
+    healthy = all(s.state in ("running", "external") for s in statuses)
+    if not healthy or any(state != "RUNNING" for _, state in connectors):
+        native.up(sandbox_settings, lambda name, outcome: None, skip_install=True)
+    return sandbox_settings
+
+
+@pytest.fixture(scope="session")
+def postgres(sandbox: Settings):
+    return native.service(sandbox, "postgres")
+
+
+@pytest.fixture(scope="session")
+def mysql(sandbox: Settings):
+    return native.service(sandbox, "mysql")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(sandbox: Settings) -> str:
+    return sandbox.endpoint("kafka").address
+
+
+@pytest.fixture(scope="session")
+def connect_client(sandbox: Settings) -> ConnectClient:
+    return ConnectClient(f"http://{sandbox.endpoint('connect').address}")
+
+
+@pytest.fixture(scope="session")
+def registry(sandbox: Settings) -> RegistryClient:
+    return RegistryClient(f"http://{sandbox.endpoint('apicurio').address}/apis/registry/v2")
+
+
+@pytest.fixture(scope="session")
+def s3(sandbox: Settings):
+    return s3_client(f"http://{sandbox.endpoint('localstack').address}")
+
+
+@pytest.fixture(scope="session")
+def lake_bucket(sandbox: Settings) -> str:
+    return sandbox.topology.lake_bucket

@@ -1,0 +1,1 @@
+"""Project tests get the `cdc_sandbox` plugin through its entry point (see pyproject.toml)."""
