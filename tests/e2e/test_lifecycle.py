@@ -32,7 +32,8 @@ def test_up_twice_reuses_installs_and_running_services(sandbox):
     assert pids(sandbox) == before
 
 
-def test_down_keeps_data_and_up_resumes_capture(sandbox, postgres, kafka_bootstrap, registry):
+def test_down_keeps_data_and_up_resumes_capture(sandbox, postgres, kafka_bootstrap, registry, s3, lake_bucket):
+    s3.put_object(Bucket=lake_bucket, Key="lifecycle/kept.txt", Body=b"lake object")
     with postgres.connect() as conn, conn.cursor() as cur:
         cur.execute("INSERT INTO ems.cdc_probe (id, name) VALUES (-1, 'kept across restart') "
                     "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name")
@@ -40,6 +41,8 @@ def test_down_keeps_data_and_up_resumes_capture(sandbox, postgres, kafka_bootstr
     assert all(pid is None for pid in pids(sandbox).values())
 
     sandbox_cli("up", "--skip-install")
+    assert s3.get_object(Bucket=lake_bucket, Key="lifecycle/kept.txt")["Body"].read() == b"lake object"
+    s3.delete_object(Bucket=lake_bucket, Key="lifecycle/kept.txt")
     with postgres.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT name FROM ems.cdc_probe WHERE id = -1")
         assert cur.fetchone() == ("kept across restart",)
