@@ -94,7 +94,7 @@ class NativeService:
         self.prepare()
         process.start_detached(
             self.name, self.command(), self.is_ready, self.log_file, self.pid_file,
-            env=self.environment(), timeout=self.start_timeout, user=self.run_as,
+            env=self.environment(), cwd=self.settings.state_dir, timeout=self.start_timeout, user=self.run_as,
         )
         self.post_start()
         return "started"

@@ -6,6 +6,7 @@ import glob
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -58,7 +59,7 @@ class Postgres(NativeService):
             subprocess.run(
                 [str(server_bin_dir() / "initdb"), "-D", str(self.data_dir), "-U", admin.user,
                  f"--pwfile={pwfile.name}", "--auth=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"],
-                check=True, capture_output=True, text=True, user=self.run_as,
+                check=True, capture_output=True, text=True, user=self.run_as, cwd="/",
             )
         except subprocess.CalledProcessError as exc:
             shutil.rmtree(self.data_dir, ignore_errors=True)
@@ -150,3 +151,16 @@ class Postgres(NativeService):
         for path in paths:
             os.chown(path, account.pw_uid, account.pw_gid)
         self.data_dir.chmod(0o700)
+        allow_traversal(self.data_dir.parent)
+
+
+def allow_traversal(directory: Path) -> None:
+    """Let other accounts pass through (not list) the directories above the data directory.
+
+    The server runs as `postgres` while the state directory belongs to root, possibly below a private directory
+    (a `mktemp -d` checkout is 0700); without search permission on every ancestor it cannot reach its data.
+    """
+    for ancestor in [directory, *directory.parents]:
+        mode = ancestor.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            ancestor.chmod(mode | stat.S_IXOTH)
