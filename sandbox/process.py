@@ -8,6 +8,7 @@ command that started it; its pid goes to `<state>/run/<service>.pid`. Readiness 
 from __future__ import annotations
 
 import os
+import pwd
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def start_detached(
     """Start a server, wait until `ready()` answers True, record its pid. Fails with the log's tail."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
-    popen_kwargs = {"user": user} if user else {}
+    popen_kwargs = run_as_kwargs(user)
     executor = DetachedExecutor(
         command, ready, log_file, envvars=env or {}, cwd=str(cwd) if cwd else None,
         timeout=timeout, sleep=0.25, popen_kwargs=popen_kwargs,
@@ -81,6 +82,14 @@ def start_detached(
     pid_file.write_text(f"{pid}\n")
     executor.process = None  # detach: mirakuru kills the process of an executor that is garbage-collected
     return pid
+
+
+def run_as_kwargs(user: str | None) -> dict:
+    """subprocess arguments that run a child as `user` with that account's own groups (not root's)."""
+    if not user:
+        return {}
+    account = pwd.getpwnam(user)
+    return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
 
 
 def running_pid(pid_file: Path) -> int | None:

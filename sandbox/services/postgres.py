@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg2
 from psycopg2 import sql
 
+from sandbox import process
 from sandbox.config import PROJECT_ROOT
 from sandbox.credentials import login
 from sandbox.errors import SandboxError
@@ -59,7 +60,7 @@ class Postgres(NativeService):
             subprocess.run(
                 [str(server_bin_dir() / "initdb"), "-D", str(self.data_dir), "-U", admin.user,
                  f"--pwfile={pwfile.name}", "--auth=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"],
-                check=True, capture_output=True, text=True, user=self.run_as, cwd="/",
+                check=True, capture_output=True, text=True, cwd="/", **process.run_as_kwargs(self.run_as),
             )
         except subprocess.CalledProcessError as exc:
             shutil.rmtree(self.data_dir, ignore_errors=True)
