@@ -29,7 +29,8 @@ test: venv
 	$(BIN)/python -m pytest --junitxml=reports/junit.xml $(PYTEST_ARGS)
 
 bench: venv
-	$(BIN)/python -m tickit_data generate --out .sandbox/bench/tickit --seed 1
+	$(BIN)/sandbox up
+	$(BIN)/python -m sandbox.bench
 
 clean: venv
 	$(BIN)/sandbox reset --yes

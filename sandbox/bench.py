@@ -1,0 +1,59 @@
+"""`make bench`: figures about the running stack, printed, never asserted.
+
+- time from `up` (nothing to install) to every service and connector ready, after a `down`;
+- resident memory of each service once idle;
+- disk used by the state directory and by the resolved jars.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from sandbox import process
+from sandbox.backends import native
+from sandbox.config import Settings
+
+console = Console()
+
+
+def disk_usage_mb(path: Path) -> float:
+    # Allocated blocks, not apparent sizes: Kafka preallocates sparse index files.
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file() and not p.is_symlink()) / 2**20
+
+
+def restart_seconds(settings: Settings) -> float:
+    native.down(settings, lambda *_: None)
+    started = time.monotonic()
+    native.up(settings, lambda *_: None, skip_install=True)
+    return time.monotonic() - started
+
+
+def memory_table(settings: Settings) -> Table:
+    table = Table(title="resident memory, idle")
+    table.add_column("service")
+    table.add_column("RSS MiB", justify="right")
+    total = 0.0
+    for svc in native.all_services(settings):
+        pid = svc.pid()
+        rss = process.resident_memory_mb(pid) if pid else 0.0
+        total += rss
+        table.add_row(svc.name, f"{rss:.0f}")
+    table.add_row("[bold]total[/bold]", f"[bold]{total:.0f}[/bold]")
+    return table
+
+
+def main() -> None:
+    settings = Settings.load()
+    seconds = restart_seconds(settings)
+    console.print(f"down, then up to all services and connectors ready: [bold]{seconds:.1f} s[/bold]")
+    console.print(memory_table(settings))
+    console.print(f"disk: state {settings.state_dir} {disk_usage_mb(settings.state_dir):.0f} MiB; "
+                  f"resolved jars {settings.jvm_dir} {disk_usage_mb(settings.jvm_dir):.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
