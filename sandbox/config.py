@@ -25,6 +25,7 @@ from sandbox.errors import SandboxError
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGY_FILE = PROJECT_ROOT / "fixtures" / "topology.yaml"
 LOCALHOST = "127.0.0.1"
+REGISTRY_API = "/apis/registry/v2"  # Apicurio's v2 REST API, which its 2.x converter speaks
 
 DEFAULT_PORTS = {
     "postgres": 5432,
@@ -124,6 +125,14 @@ class Settings:
     def endpoint(self, service: str) -> Endpoint:
         host = self.external_hosts.get(service, LOCALHOST)
         return Endpoint(service, host, self.ports[service], external=service in self.external_hosts)
+
+    def url(self, service: str) -> str:
+        """Base URL of a service that speaks HTTP (Connect, Apicurio, LocalStack)."""
+        return f"http://{self.endpoint(service).address}"
+
+    @property
+    def registry_api_url(self) -> str:
+        return self.url("apicurio") + REGISTRY_API
 
     def is_external(self, service: str) -> bool:
         return service in self.external_hosts

@@ -40,7 +40,7 @@ def connector_config(settings: Settings, source: Source) -> dict[str, str]:
     capture = login(settings, source.name, "debezium")
     values = {
         "topic_prefix": settings.topology.topic_prefix,
-        "apicurio_url": f"http://{settings.endpoint('apicurio').address}/apis/registry/v2",
+        "apicurio_url": settings.registry_api_url,
         "kafka_bootstrap": settings.endpoint("kafka").address,
         "host": endpoint.host,
         "port": endpoint.port,
@@ -113,7 +113,7 @@ def connector_states(status: dict) -> list[str]:
 
 
 def register_all(settings: Settings) -> list[str]:
-    client = ConnectClient(f"http://{settings.endpoint('connect').address}")
+    client = ConnectClient(settings.url("connect"))
     names = []
     for source in settings.topology.sources.values():
         client.put_config(source.connector, connector_config(settings, source))

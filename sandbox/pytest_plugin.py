@@ -47,17 +47,17 @@ def kafka_bootstrap(sandbox: Settings) -> str:
 
 @pytest.fixture(scope="session")
 def connect_client(sandbox: Settings) -> ConnectClient:
-    return ConnectClient(f"http://{sandbox.endpoint('connect').address}")
+    return ConnectClient(sandbox.url("connect"))
 
 
 @pytest.fixture(scope="session")
 def registry(sandbox: Settings) -> RegistryClient:
-    return RegistryClient(f"http://{sandbox.endpoint('apicurio').address}/apis/registry/v2")
+    return RegistryClient(sandbox.registry_api_url)
 
 
 @pytest.fixture(scope="session")
 def s3(sandbox: Settings):
-    return s3_client(f"http://{sandbox.endpoint('localstack').address}")
+    return s3_client(sandbox.url("localstack"))
 
 
 @pytest.fixture(scope="session")

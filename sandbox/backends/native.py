@@ -124,6 +124,6 @@ def connector_status(settings: Settings, statuses: list[ServiceStatus]) -> list[
         if not connect_up:
             rows.append((source.connector, "-"))
             continue
-        states = connector_states(ConnectClient(f"http://{settings.endpoint('connect').address}").status(source.connector))
+        states = connector_states(ConnectClient(settings.url("connect")).status(source.connector))
         rows.append((source.connector, "/".join(dict.fromkeys(states)) if states else "not registered"))
     return rows

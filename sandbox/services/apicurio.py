@@ -8,20 +8,9 @@ from sandbox import jvm
 from sandbox.errors import SandboxError
 from sandbox.services.base import NativeService
 
-API = "/apis/registry/v2"
-
-
 class Apicurio(NativeService):
     name = "apicurio"
     start_timeout = 120
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.endpoint.address}"
-
-    @property
-    def api_url(self) -> str:
-        return self.url + API
 
     def runner_jar(self) -> str:
         jars = sorted((self.settings.jvm_dir / "apicurio").glob("apicurio-registry-app-*-runner.jar"))
@@ -46,4 +35,4 @@ class Apicurio(NativeService):
         return requests.get(f"{self.url}/health/ready", timeout=3).status_code == 200
 
     def version(self) -> str:
-        return requests.get(f"{self.api_url}/system/info", timeout=3).json()["version"]
+        return requests.get(f"{self.settings.registry_api_url}/system/info", timeout=3).json()["version"]

@@ -56,6 +56,11 @@ class NativeService:
         return self.settings.endpoint(self.name)
 
     @property
+    def url(self) -> str:
+        """Base URL of a service that speaks HTTP."""
+        return self.settings.url(self.name)
+
+    @property
     def ports(self) -> list[int]:
         return [self.endpoint.port]
 

@@ -16,15 +16,11 @@ class KafkaConnect(NativeService):
     name = "connect"
     start_timeout = 180
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.endpoint.address}"
-
     def worker_properties(self) -> dict[str, object]:
         return {
             "bootstrap.servers": self.settings.endpoint("kafka").address,
             "group.id": "sandbox-connect",
-            "listeners": f"http://{self.endpoint.address}",
+            "listeners": self.url,
             "rest.advertised.host.name": self.endpoint.host,
             "rest.advertised.port": self.endpoint.port,
             "plugin.path": str(self.settings.jvm_dir / "connect-plugins"),

@@ -27,10 +27,6 @@ class LocalStack(NativeService):
     name = "localstack"
     start_timeout = 120
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.endpoint.address}"
-
     def prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
 

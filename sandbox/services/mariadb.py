@@ -91,7 +91,7 @@ class MariaDB(NativeService):
     def version(self) -> str:
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute("SELECT VERSION()")
-            return cur.fetchone()[0]
+            return cur.fetchone()[0].split("-0+")[0]  # drop the distribution's build suffix
 
     def post_start(self) -> None:
         conn = self.connect() if self.external else self._connect_as_root()
