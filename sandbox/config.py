@@ -9,13 +9,15 @@ brought up (`<state>/ports.json`), then the default. Environment variables:
   `APICURIO`, `LOCALSTACK`)
 - `SANDBOX_<SERVICE>_HOST`  makes the service external: the sandbox does not start it and connects there
 - `SANDBOX_<SERVICE>_USER` / `SANDBOX_<SERVICE>_PASSWORD`  credentials of an external database
+
+Natively there is no SQL Server: the tables of the `mssql` source live on its declared stand-in (Postgres).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -40,53 +42,86 @@ SERVICES = ("postgres", "mysql", "kafka", "connect", "apicurio", "localstack")
 
 
 @dataclass(frozen=True)
+class CapturedTable:
+    source: str  # the source service holding it: postgres, mysql, mssql
+    namespace: str  # schema (Postgres, SQL Server) or database (MySQL)
+    name: str
+    stand_in: bool = False  # placed on another engine because its own is not available
+
+
+@dataclass(frozen=True)
 class Source:
     name: str
     engine: str
     database: str
     connector: str
-    tables: tuple[str, ...]
-    schema: str | None = None
+    tables: tuple[CapturedTable, ...]
+    stand_in_for: tuple[str, ...] = ()  # sources whose tables this one holds
 
     @property
-    def namespace(self) -> str:
-        """The middle part of a Debezium topic name: the schema on Postgres, the database on MySQL."""
-        return self.schema or self.database
+    def namespaces(self) -> list[str]:
+        return list(dict.fromkeys(t.namespace for t in self.tables))
 
 
 @dataclass(frozen=True)
 class Topology:
     topic_prefix: str
     lake_bucket: str
+    probe_table: str
     sources: dict[str, Source]
 
-    def topic(self, source: str, table: str) -> str:
-        return f"{self.topic_prefix}.{self.sources[source].namespace}.{table}"
+    def topic(self, namespace: str, table: str) -> str:
+        return f"{self.topic_prefix}.{namespace}.{table}"
+
+    @property
+    def tables(self) -> list[CapturedTable]:
+        return [table for source in self.sources.values() for table in source.tables]
+
+    def table(self, name: str) -> CapturedTable:
+        for table in self.tables:
+            if table.name == name:
+                return table
+        raise SandboxError(f"no table {name!r} in the topology",
+                           "choose one of: " + ", ".join(t.name for t in self.tables))
 
     def topics(self) -> list[str]:
-        return [self.topic(name, table) for name, src in self.sources.items() for table in src.tables]
+        return [self.topic(t.namespace, t.name) for t in self.tables]
+
+    def probe_topics(self) -> list[str]:
+        return [self.topic(src.namespaces[0], self.probe_table) for src in self.sources.values()]
 
 
-def load_topology(path: Path = TOPOLOGY_FILE) -> Topology:
+def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None) -> Topology:
+    """Read the topology; sources not in `available` hand their tables to their declared stand-in."""
     try:
         raw = yaml.safe_load(path.read_text())
-        sources = {
-            name: Source(
-                name=name,
-                engine=spec["engine"],
-                database=spec["database"],
-                schema=spec.get("schema"),
-                connector=spec["connector"],
-                tables=tuple(spec["tables"]),
-            )
-            for name, spec in raw["sources"].items()
-        }
-        return Topology(raw["topic_prefix"], raw["lake_bucket"], sources)
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+        specs = raw["sources"]
+        sources = {name: _source(name, spec) for name, spec in specs.items()}
+        for name, spec in specs.items():
+            if available is not None and name not in available:
+                sources = _hand_over(sources, name, spec["stand_in"])
+        return Topology(raw["topic_prefix"], raw["lake_bucket"], raw["probe_table"], sources)
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
         raise SandboxError(
             f"topology file {path} is unreadable or incomplete: {exc!r}",
-            "each source needs engine, database, connector and tables; see fixtures/topology.yaml in git",
+            "each source needs engine, database, connector and tables by namespace (and stand_in where it may be "
+            "absent); see fixtures/topology.yaml in git",
         ) from exc
+
+
+def _source(name: str, spec: dict) -> Source:
+    tables = tuple(CapturedTable(name, namespace, table) for namespace, names in spec["tables"].items()
+                   for table in names)
+    return Source(name=name, engine=spec["engine"], database=spec["database"], connector=spec["connector"],
+                  tables=tables)
+
+
+def _hand_over(sources: dict[str, Source], absent: str, stand_in: str) -> dict[str, Source]:
+    host = sources[stand_in]
+    moved = tuple(CapturedTable(stand_in, t.namespace, t.name, stand_in=True) for t in sources[absent].tables)
+    sources = {name: src for name, src in sources.items() if name != absent}
+    sources[stand_in] = replace(host, tables=host.tables + moved, stand_in_for=host.stand_in_for + (absent,))
+    return sources
 
 
 @dataclass(frozen=True)
@@ -106,8 +141,8 @@ class Settings:
     state_dir: Path
     tools_dir: Path
     ports: dict[str, int]
+    topology: Topology
     external_hosts: dict[str, str] = field(default_factory=dict)
-    topology: Topology = field(default_factory=load_topology)
     env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -120,7 +155,13 @@ class Settings:
         external = {
             name: env[f"SANDBOX_{name.upper()}_HOST"] for name in SERVICES if env.get(f"SANDBOX_{name.upper()}_HOST")
         }
-        return cls(state_dir=state_dir, tools_dir=tools_dir, ports=ports, external_hosts=external, env=env)
+        if env.get("SANDBOX_MSSQL_DSN"):
+            raise SandboxError("SANDBOX_MSSQL_DSN is set, but this version of the native backend cannot use an "
+                               "external SQL Server yet",
+                               "unset it: crm.user then lives in Postgres schema crm (a declared stand-in)")
+        topology = load_topology(available={"postgres", "mysql"})
+        return cls(state_dir=state_dir, tools_dir=tools_dir, ports=ports, external_hosts=external,
+                   topology=topology, env=env)
 
     def endpoint(self, service: str) -> Endpoint:
         host = self.external_hosts.get(service, LOCALHOST)

@@ -48,7 +48,7 @@ def connector_config(settings: Settings, source: Source) -> dict[str, str]:
         "password_key": capture.password_key,
         "secrets_file": settings.secrets_file,
         "database": source.database,
-        "schema": source.schema or "",
+        "schemas": ",".join(source.namespaces),
     }
     template = _load("common") | _load(source.engine)
     return render(template, values)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from sandbox import install, jvm, process
+from sandbox import install, jvm, process, tickit
 from sandbox.config import Settings
 from sandbox.connectors import ConnectClient, connector_states, register_all
 from sandbox.errors import SandboxError
@@ -82,6 +82,7 @@ def up(settings: Settings, report, skip_install: bool = False) -> None:
         install_all(settings, report)
     settings.record_ports()
     _start_together([s for s in services if isinstance(s, INDEPENDENT)], report)
+    tickit.create_tables(settings)
     _start_together([s for s in services if isinstance(s, DEPENDENT)], report)
     for name in register_all(settings):
         report(f"connector {name}", "RUNNING")

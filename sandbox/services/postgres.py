@@ -45,7 +45,7 @@ class Postgres(NativeService):
         self.run_as = "postgres" if os.geteuid() == 0 else None
         source = settings.topology.sources["postgres"]
         self.database = source.database
-        self.schemas = [source.schema]
+        self.schemas = source.namespaces
         self.publication = f"dbz_{source.database}"
 
     def prepare(self) -> None:
@@ -139,11 +139,17 @@ class Postgres(NativeService):
 
     def _create_publication(self, cur) -> None:
         """One publication per database covering the captured schemas, so tables created later are included."""
+        publication = sql.Identifier(self.publication)
         cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (self.publication,))
         if cur.fetchone() is None:
-            schemas = sql.SQL(", ").join(sql.Identifier(s) for s in self.schemas)
-            cur.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLES IN SCHEMA {}").format(
-                sql.Identifier(self.publication), schemas))
+            cur.execute(sql.SQL("CREATE PUBLICATION {} WITH (publish_via_partition_root = true)").format(publication))
+        cur.execute("SELECT n.nspname FROM pg_publication_namespace pn JOIN pg_publication p ON p.oid = pn.pnpubid "
+                    "JOIN pg_namespace n ON n.oid = pn.pnnspid WHERE p.pubname = %s", (self.publication,))
+        covered = {row[0] for row in cur.fetchall()}
+        for schema in self.schemas:
+            if schema not in covered:
+                cur.execute(sql.SQL("ALTER PUBLICATION {} ADD TABLES IN SCHEMA {}").format(
+                    publication, sql.Identifier(schema)))
 
     def _give_to_server_user(self, *paths: Path) -> None:
         if self.run_as is None:

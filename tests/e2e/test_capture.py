@@ -68,7 +68,7 @@ def run_insert_update_delete(conn, table: str, reader: ChangeReader, registry) -
 
 
 def test_postgres_changes_arrive_as_avro(postgres, kafka_bootstrap, registry, sandbox):
-    topic = sandbox.topology.topic("postgres", "cdc_probe")
+    topic = sandbox.topology.topic("ems", "cdc_probe")
     with ChangeReader(kafka_bootstrap, topic, registry) as reader, postgres.connect() as conn:
         created, updated, deleted = run_insert_update_delete(conn, "ems.cdc_probe", reader, registry)
     assert created["__table"] == "cdc_probe" and created["__schema"] == "ems" and created["__db"] == "tickit"
@@ -76,7 +76,7 @@ def test_postgres_changes_arrive_as_avro(postgres, kafka_bootstrap, registry, sa
 
 
 def test_mariadb_changes_arrive_as_avro(mysql, kafka_bootstrap, registry, sandbox):
-    topic = sandbox.topology.topic("mysql", "cdc_probe")
+    topic = sandbox.topology.topic("ecomm", "cdc_probe")
     with ChangeReader(kafka_bootstrap, topic, registry) as reader:
         conn = mysql.connect(database="ecomm")
         try:
@@ -90,5 +90,5 @@ def test_mariadb_changes_arrive_as_avro(mysql, kafka_bootstrap, registry, sandbo
 
 def test_schema_ids_resolve_in_the_registry(registry, sandbox):
     artifacts = set(registry.artifacts())
-    for topic in sandbox.topology.topics():
+    for topic in sandbox.topology.probe_topics():
         assert {f"{topic}-key", f"{topic}-value"} <= artifacts

@@ -47,7 +47,7 @@ def test_down_keeps_data_and_up_resumes_capture(sandbox, postgres, kafka_bootstr
         cur.execute("SELECT name FROM ems.cdc_probe WHERE id = -1")
         assert cur.fetchone() == ("kept across restart",)
         cur.execute("UPDATE ems.cdc_probe SET name = 'changed after restart' WHERE id = -1")
-    topic = sandbox.topology.topic("postgres", "cdc_probe")
+    topic = sandbox.topology.topic("ems", "cdc_probe")
     with ChangeReader(kafka_bootstrap, topic, registry) as reader:
         event = reader.wait_for(lambda e: e.key == {"id": -1} and e.value and e.value["name"] == "changed after restart",
                                 120, "the update made after the restart")

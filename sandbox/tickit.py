@@ -1,0 +1,229 @@
+"""TICKIT in the source databases: create the tables where the topology puts them and bulk-load them.
+
+Each table is loaded with its engine's bulk path (Postgres `COPY`, MySQL/MariaDB `LOAD DATA LOCAL INFILE`) inside
+one transaction, so a malformed line stops that table's load with the file, line and reason while every table
+already loaded (and this table's previous contents) stays as it was. Loading the same data again changes nothing:
+a table whose contents already match is skipped, one that differs is replaced.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from sandbox.config import CapturedTable, Settings
+from sandbox.errors import SandboxError
+from sandbox.services.mariadb import MariaDB
+from sandbox.services.postgres import Postgres
+from tickit_data import TABLES, TickitFormatError, TickitGenerator, get_table, iter_table_rows, table_checksum
+from tickit_data.ddl import MYSQL, POSTGRES, create_table, dialect_of, qualified, quote
+from tickit_data.schema import BOOL, Table
+
+CHUNK_ROWS = 50_000
+Progress = Callable[[str, int], None]  # (table, rows just loaded)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one TICKIT table lives: its schema, the topology entry and the SQL dialect of its engine."""
+
+    table: Table
+    captured: CapturedTable
+    dialect: str
+
+    @property
+    def name(self) -> str:
+        return qualified(self.dialect, self.captured.namespace, self.table.name)
+
+
+def placements(settings: Settings) -> list[Placement]:
+    """The TICKIT tables in load order (parents first), each where the topology puts it."""
+    result = []
+    for table in TABLES:
+        captured = settings.topology.table(table.name)
+        engine = settings.topology.sources[captured.source].engine
+        result.append(Placement(table, captured, dialect_of(engine)))
+    return result
+
+
+SOURCE_SERVICES = {"postgres": Postgres, "mysql": MariaDB}
+
+
+def connect(settings: Settings, placement: Placement):
+    service = SOURCE_SERVICES[placement.captured.source](settings)
+    if placement.dialect == MYSQL:
+        return service.connect(database=placement.captured.namespace, local_infile=True)
+    return service.connect()
+
+
+def create_tables(settings: Settings) -> None:
+    """Create every TICKIT table that is missing (idempotent)."""
+    for placement in placements(settings):
+        conn = connect(settings, placement)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(create_table(placement.dialect, placement.captured.namespace, placement.table))
+                if placement.dialect == POSTGRES:
+                    # Deletes then carry the whole old row, as MySQL's full row images do.
+                    cur.execute(f"ALTER TABLE {placement.name} REPLICA IDENTITY FULL")
+            conn.commit()
+        finally:
+            conn.close()
+
+
+# --- where the rows come from ------------------------------------------------------------------------------
+class RowSource:
+    """Typed rows per table, readable more than once."""
+
+    description = ""
+
+    def rows(self, table: Table) -> Iterator[tuple]:
+        raise NotImplementedError
+
+    def expected_count(self, table: Table) -> int | None:
+        return None
+
+
+class GeneratedRows(RowSource):
+    def __init__(self, seed: int = 0, scale: float = 1.0):
+        self.generator = TickitGenerator(seed=seed, scale=scale)
+        self.description = f"generated TICKIT (seed {seed}, scale {scale})"
+
+    def rows(self, table: Table) -> Iterator[tuple]:
+        return self.generator.iter_rows(table)
+
+    def expected_count(self, table: Table) -> int:
+        return self.generator.row_counts[table.name]
+
+
+class FileRows(RowSource):
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        missing = [t.tickit_file for t in TABLES if not (self.directory / t.tickit_file).is_file()]
+        if missing:
+            raise SandboxError(f"{self.directory} lacks TICKIT files: {', '.join(missing)}",
+                               "give the directory holding the seven files of tickitdb.zip, or load generated data")
+        self.description = f"TICKIT files in {self.directory}"
+
+    def rows(self, table: Table) -> Iterator[tuple]:
+        return iter_table_rows(self.directory, table)
+
+
+# --- loading -----------------------------------------------------------------------------------------------
+@dataclass
+class TableLoad:
+    table: str
+    rows: int
+    outcome: str  # loaded | replaced | unchanged
+
+
+def load(settings: Settings, source: RowSource, progress: Progress = lambda table, n: None) -> list[TableLoad]:
+    create_tables(settings)
+    results = []
+    for placement in placements(settings):
+        conn = connect(settings, placement)
+        try:
+            results.append(_load_table(conn, placement, source, progress))
+        except TickitFormatError as exc:
+            conn.rollback()
+            raise SandboxError(f"load of {placement.table.name} stopped: {exc}; the table keeps its previous "
+                               f"contents, and the tables loaded before it are intact",
+                               "fix that line of the file and load again") from None
+        finally:
+            conn.close()
+    return results
+
+
+def _load_table(conn, placement: Placement, source: RowSource, progress: Progress) -> TableLoad:
+    existing = current_rows(conn, placement)
+    outcome = "loaded"
+    if existing:
+        if table_checksum(placement.table, existing) == table_checksum(placement.table, source.rows(placement.table)):
+            progress(placement.table.name, len(existing))
+            return TableLoad(placement.table.name, len(existing), "unchanged")
+        outcome = "replaced"
+    with conn.cursor() as cur:
+        if existing:
+            cur.execute(f"DELETE FROM {placement.name}")
+        bulk = _copy_postgres if placement.dialect == POSTGRES else _load_data_mysql
+        count = bulk(cur, placement, source.rows(placement.table), progress)
+    conn.commit()
+    return TableLoad(placement.table.name, count, outcome)
+
+
+def current_rows(conn, placement: Placement) -> list[tuple]:
+    columns = ", ".join(quote(placement.dialect, c) for c in placement.table.column_names)
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {columns} FROM {placement.name}")
+        return list(cur.fetchall())
+
+
+def _copy_postgres(cur, placement: Placement, rows: Iterable[tuple], progress: Progress) -> int:
+    columns = ", ".join(quote(POSTGRES, c) for c in placement.table.column_names)
+    statement = f"COPY {placement.name} ({columns}) FROM STDIN"
+    total = 0
+    for chunk in _text_chunks(placement.table, rows, bool_text=("t", "f")):
+        cur.copy_expert(statement, io.StringIO(chunk.text))
+        total += chunk.rows
+        progress(placement.table.name, chunk.rows)
+    return total
+
+
+def _load_data_mysql(cur, placement: Placement, rows: Iterable[tuple], progress: Progress) -> int:
+    columns = ", ".join(quote(MYSQL, c) for c in placement.table.column_names)
+    statement = (f"LOAD DATA LOCAL INFILE %s INTO TABLE {placement.name} CHARACTER SET utf8mb4 "
+                 f"FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' ({columns})")
+    total = 0
+    with tempfile.TemporaryDirectory(prefix="tickit-load-") as scratch:
+        path = os.path.join(scratch, f"{placement.table.name}.tsv")
+        for chunk in _text_chunks(placement.table, rows, bool_text=("1", "0")):
+            Path(path).write_text(chunk.text, encoding="utf-8")
+            cur.execute(statement, (path,))
+            total += chunk.rows
+            progress(placement.table.name, chunk.rows)
+    return total
+
+
+@dataclass
+class _Chunk:
+    text: str
+    rows: int
+
+
+def _text_chunks(table: Table, rows: Iterable[tuple], bool_text: tuple[str, str]) -> Iterator[_Chunk]:
+    """Rows as tab-separated text in the escaping both COPY and LOAD DATA read (`\\N` is NULL)."""
+    formatters = [_field_formatter(column.type == BOOL, bool_text) for column in table.columns]
+    lines: list[str] = []
+    for row in rows:
+        lines.append("\t".join([fmt(value) for fmt, value in zip(formatters, row)]))
+        if len(lines) == CHUNK_ROWS:
+            yield _Chunk("\n".join(lines) + "\n", len(lines))
+            lines = []
+    if lines:
+        yield _Chunk("\n".join(lines) + "\n", len(lines))
+
+
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _field_formatter(is_bool: bool, bool_text: tuple[str, str]) -> Callable[[object], str]:
+    def field(value) -> str:
+        if value is None:
+            return "\\N"
+        if is_bool:
+            return bool_text[0] if value else bool_text[1]
+        if isinstance(value, str):
+            return value.translate(_ESCAPES)
+        if isinstance(value, dt.datetime):
+            return value.isoformat(" ")
+        if isinstance(value, (int, Decimal, dt.date)):
+            return str(value)
+        raise TypeError(f"cannot bulk-load a {type(value).__name__}")
+
+    return field
