@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -9,6 +10,8 @@ import time
 
 from pathlib import Path
 
+import psycopg2
+import pymysql
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -18,6 +21,7 @@ from sandbox import tickit, tickit_download
 from sandbox.backends import native
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
+from sandbox.mutations import Mutator
 
 app = typer.Typer(help="Local CDC data-lake sandbox: Postgres, MariaDB, Kafka, Debezium, Apicurio, S3.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -109,6 +113,69 @@ def load(
     for result in results:
         _report(result.table, f"{result.rows} rows {result.outcome}")
     console.print(f"done in {time.monotonic() - started:.1f} s")
+
+
+mutate_app = typer.Typer(help="Change source rows; every change is journaled with its source position.",
+                         no_args_is_help=True)
+app.add_typer(mutate_app, name="mutate")
+
+
+def _json_arg(text: str, what: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _fail(SandboxError(f"{what} is not JSON: {exc}", f"""give an object, e.g. '{{"catid": 12}}'"""))
+    if not isinstance(value, dict):
+        _fail(SandboxError(f"{what} must be a JSON object", f"""e.g. '{{"catid": 12}}'"""))
+    return value
+
+
+def _mutate(action) -> None:
+    try:
+        changes = action(Mutator(Settings.load()))
+    except SandboxError as exc:
+        _fail(exc)
+    except (psycopg2.Error, pymysql.MySQLError) as exc:
+        _fail(SandboxError(f"the database refused the change: {exc}".strip(), "check the table, key and values"))
+    table = Table(title="journal")
+    for column in ("seq", "kind", "table", "key", "source position"):
+        table.add_column(column)
+    for change in changes if isinstance(changes, list) else [changes]:
+        table.add_row(str(change.seq), change.kind, change.table, json.dumps(change.new_key or change.key),
+                      json.dumps(change.position))
+    console.print(table)
+
+
+@mutate_app.command("insert")
+def mutate_insert(table: str, values: str = typer.Argument(..., help="The row as a JSON object.")):
+    _mutate(lambda m: m.insert(table, _json_arg(values, "values")))
+
+
+@mutate_app.command("update")
+def mutate_update(table: str, key: str = typer.Argument(..., help='e.g. \'{"catid": 1}\''),
+                  values: str = typer.Argument(..., help="Columns to set, as a JSON object.")):
+    _mutate(lambda m: m.update(table, _json_arg(key, "key"), _json_arg(values, "values")))
+
+
+@mutate_app.command("delete")
+def mutate_delete(table: str, key: str):
+    _mutate(lambda m: m.delete(table, _json_arg(key, "key")))
+
+
+@mutate_app.command("update-key")
+def mutate_update_key(table: str, key: str, new_key: str):
+    _mutate(lambda m: m.update_key(table, _json_arg(key, "key"), _json_arg(new_key, "new key")))
+
+
+@mutate_app.command("add-column")
+def mutate_add_column(table: str, column: str, column_type: str = typer.Argument(..., metavar="TYPE")):
+    _mutate(lambda m: m.add_column(table, column, column_type))
+
+
+@mutate_app.command("random")
+def mutate_random(count: int = typer.Option(10, help="How many changes."), seed: int = typer.Option(0),
+                  table: list[str] = typer.Option(None, help="Limit to these tables (repeatable).")):
+    _mutate(lambda m: m.random_batch(count, seed, table or None))
 
 
 @app.command()

@@ -1,0 +1,276 @@
+"""The mutation toolkit: apply changes to the source tables and journal each with the source position it produced.
+
+Every mutation runs in its own transaction. Its journal entry records the source position just before the change
+and just after its commit (Postgres WAL LSNs; MariaDB binlog file and offset), so a test can ask "has the pipeline
+reached this change" (an event for this key and operation whose position lies in that range) and "what must the
+table look like here" (the source state after the entry).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+from sandbox.config import Settings
+from sandbox.errors import SandboxError
+from sandbox.tickit import Placement, connect, placements
+from tickit_data.ddl import MYSQL, POSTGRES, quote
+from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column
+
+# Debezium operations each mutation kind produces (a key update is a delete of the old key and a create).
+DEBEZIUM_OPS = {"insert": ["c"], "update": ["u"], "delete": ["d"], "update_key": ["d", "c"], "add_column": []}
+LOGICAL_TYPES = {"int": INT, "smallint": SMALLINT, "text": STR, "decimal": DECIMAL, "date": DATE,
+                 "timestamp": TIMESTAMP, "bool": BOOL}
+
+
+@dataclass
+class Change:
+    seq: int
+    kind: str
+    table: str
+    topic: str
+    key: dict
+    new_key: dict | None = None
+    values: dict | None = None  # the row after the change (insert, update, update_key), JSON-safe
+    position: dict = field(default_factory=dict)
+    debezium_ops: list[str] = field(default_factory=list)
+    at: str = ""
+
+    def produced_by(self, event_value: dict, event_key: dict, op: str) -> bool:
+        """Whether a flattened Debezium event (key, value with `__op` and position fields) is this change's `op`."""
+        if op not in self.debezium_ops or event_value.get("__op") != op:
+            return False
+        key = self.key if op == "d" else (self.new_key or self.key)
+        return event_key == key and position_in(self.position, event_value)
+
+
+def position_in(position: dict, event_value: dict) -> bool:
+    if "lsn_from" in position:
+        return position["lsn_from"] <= event_value["__lsn"] <= position["lsn_to"]
+    at = (event_value["__file"], event_value["__pos"])
+    return (position["file_from"], position["pos_from"]) <= at <= (position["file_to"], position["pos_to"])
+
+
+class Journal:
+    """Append-only JSON lines, one applied change each."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def entries(self) -> list[Change]:
+        if not self.path.exists():
+            return []
+        return [Change(**json.loads(line)) for line in self.path.read_text().splitlines() if line.strip()]
+
+    def next_seq(self) -> int:
+        entries = self.entries()
+        return entries[-1].seq + 1 if entries else 1
+
+    def append(self, change: Change) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a") as handle:
+            handle.write(json.dumps(asdict(change), default=_json_value) + "\n")
+
+
+def _json_value(value):
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    raise TypeError(f"cannot journal a {type(value).__name__}")
+
+
+class Mutator:
+    def __init__(self, settings: Settings, journal: Journal | None = None):
+        self.settings = settings
+        self.journal = journal or Journal(settings.state_dir / "journal.jsonl")
+        self._placements = {p.table.name: p for p in placements(settings)}
+
+    def placement(self, table: str) -> Placement:
+        if table not in self._placements:
+            raise SandboxError(f"unknown table {table!r}", "choose one of: " + ", ".join(self._placements))
+        return self._placements[table]
+
+    # --- the mutation kinds --------------------------------------------------------------------------------
+    def insert(self, table: str, values: dict) -> Change:
+        p = self.placement(table)
+        columns = ", ".join(quote(p.dialect, c) for c in values)
+        marks = ", ".join(["%s"] * len(values))
+        sql = f"INSERT INTO {p.name} ({columns}) VALUES ({marks})"
+        return self._apply(p, "insert", self._key_of(p, values), [(sql, tuple(values.values()))])
+
+    def update(self, table: str, key: dict, values: dict) -> Change:
+        p = self.placement(table)
+        sets = ", ".join(f"{quote(p.dialect, c)} = %s" for c in values)
+        where, params = self._where(p, key)
+        return self._apply(p, "update", key, [(f"UPDATE {p.name} SET {sets} WHERE {where}", (*values.values(), *params))])
+
+    def delete(self, table: str, key: dict) -> Change:
+        p = self.placement(table)
+        where, params = self._where(p, key)
+        return self._apply(p, "delete", key, [(f"DELETE FROM {p.name} WHERE {where}", params)])
+
+    def update_key(self, table: str, key: dict, new_key: dict) -> Change:
+        p = self.placement(table)
+        sets = ", ".join(f"{quote(p.dialect, c)} = %s" for c in new_key)
+        where, params = self._where(p, key)
+        sql = f"UPDATE {p.name} SET {sets} WHERE {where}"
+        return self._apply(p, "update_key", key, [(sql, (*new_key.values(), *params))], new_key=new_key)
+
+    def add_column(self, table: str, column: str, logical_type: str) -> Change:
+        p = self.placement(table)
+        if logical_type not in LOGICAL_TYPES:
+            raise SandboxError(f"unknown column type {logical_type!r}", "choose one of: " + ", ".join(LOGICAL_TYPES))
+        sql_type = _sql_type(p.dialect, LOGICAL_TYPES[logical_type])
+        sql = f"ALTER TABLE {p.name} ADD COLUMN IF NOT EXISTS {quote(p.dialect, column)} {sql_type} NULL"
+        return self._apply(p, "add_column", {}, [(sql, ())], read_back=False)
+
+    # --- seeded random batches -----------------------------------------------------------------------------
+    def random_batch(self, count: int, seed: int, tables: list[str] | None = None) -> list[Change]:
+        rng = random.Random(seed)
+        names = tables or list(self._placements)
+        changes = []
+        for _ in range(count):
+            table = rng.choice(names)
+            kind = rng.choices(["insert", "update", "delete"], weights=[4, 4, 2])[0]
+            changes.append(getattr(self, f"_random_{kind}")(self.placement(table), rng))
+        return changes
+
+    def _random_insert(self, p: Placement, rng: random.Random) -> Change:
+        template = self._random_row(p, rng)
+        (pk,) = p.table.primary_key
+        values = {c.name: template[c.name] for c in p.table.columns}
+        values[pk] = self._max_key(p) + 1
+        for column in self._free_columns(p, rng):
+            values[column.name] = random_value(column, rng)
+        return self.insert(p.table.name, values)
+
+    def _random_update(self, p: Placement, rng: random.Random) -> Change:
+        row = self._random_row(p, rng)
+        values = {c.name: random_value(c, rng) for c in self._free_columns(p, rng)}
+        return self.update(p.table.name, self._key_of(p, row), values)
+
+    def _random_delete(self, p: Placement, rng: random.Random) -> Change:
+        return self.delete(p.table.name, self._key_of(p, self._random_row(p, rng)))
+
+    def _free_columns(self, p: Placement, rng: random.Random) -> list[Column]:
+        """One to three columns that are neither key nor reference, so changes keep the data set consistent."""
+        fixed = set(p.table.primary_key) | {fk.column for fk in p.table.foreign_keys}
+        free = [c for c in p.table.columns if c.name not in fixed]
+        return rng.sample(free, k=min(len(free), rng.randint(1, 3))) if free else []
+
+    # --- plumbing ------------------------------------------------------------------------------------------
+    def _apply(self, p: Placement, kind: str, key: dict, statements, new_key=None, read_back=True) -> Change:
+        conn = connect(self.settings, p)
+        try:
+            before = source_position(conn, p.dialect)
+            with conn.cursor() as cur:
+                for sql, params in statements:
+                    cur.execute(sql, params)
+                    if kind != "add_column" and cur.rowcount != 1:
+                        conn.rollback()
+                        raise SandboxError(f"{kind} on {p.table.name} {key} changed {cur.rowcount} rows, not 1",
+                                           "check that the key exists (and, for inserts, that it does not)")
+            conn.commit()
+            after = source_position(conn, p.dialect)
+            values = self._read_row(conn, p, new_key or key) if read_back and kind != "delete" else None
+        finally:
+            conn.close()
+        change = Change(seq=self.journal.next_seq(), kind=kind, table=p.table.name,
+                        topic=self.settings.topology.topic(p.captured.namespace, p.table.name),
+                        key=key, new_key=new_key, values=values, position=_range(before, after),
+                        debezium_ops=DEBEZIUM_OPS[kind], at=dt.datetime.now(dt.timezone.utc).isoformat())
+        self.journal.append(change)
+        return change
+
+    def _where(self, p: Placement, key: dict) -> tuple[str, tuple]:
+        return " AND ".join(f"{quote(p.dialect, c)} = %s" for c in key), tuple(key.values())
+
+    def _key_of(self, p: Placement, row: dict) -> dict:
+        return {c: row[c] for c in p.table.primary_key}
+
+    def _read_row(self, conn, p: Placement, key: dict) -> dict:
+        where, params = self._where(p, key)
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM {p.name} WHERE {where}", params)
+            names = [d[0] for d in cur.description]
+            return dict(zip(names, cur.fetchone()))
+
+    def _max_key(self, p: Placement) -> int:
+        (pk,) = p.table.primary_key
+        conn = connect(self.settings, p)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT COALESCE(MAX({quote(p.dialect, pk)}), 0) FROM {p.name}")
+                return cur.fetchone()[0]
+        finally:
+            conn.close()
+
+    def _random_row(self, p: Placement, rng: random.Random) -> dict:
+        (pk,) = p.table.primary_key
+        column = quote(p.dialect, pk)
+        conn = connect(self.settings, p)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT MIN({column}), MAX({column}) FROM {p.name}")
+                low, high = cur.fetchone()
+                if low is None:
+                    raise SandboxError(f"{p.table.name} is empty", "load TICKIT first: `sandbox load`")
+                cur.execute(f"SELECT * FROM {p.name} WHERE {column} >= %s ORDER BY {column} LIMIT 1",
+                            (rng.randint(low, high),))
+                names = [d[0] for d in cur.description]
+                return dict(zip(names, cur.fetchone()))
+        finally:
+            conn.close()
+
+
+def source_position(conn, dialect: str) -> tuple:
+    with conn.cursor() as cur:
+        if dialect == POSTGRES:
+            cur.execute("SELECT pg_current_wal_insert_lsn()::text")
+            return (lsn_to_int(cur.fetchone()[0]),)
+        if dialect == MYSQL:
+            cur.execute("SHOW MASTER STATUS")
+            row = cur.fetchone()
+            return (row[0], row[1])
+    raise SandboxError(f"no source position for {dialect}", "")
+
+
+def lsn_to_int(lsn: str) -> int:
+    high, low = lsn.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+def _range(before: tuple, after: tuple) -> dict:
+    if len(before) == 1:
+        return {"lsn_from": before[0], "lsn_to": after[0]}
+    return {"file_from": before[0], "pos_from": before[1], "file_to": after[0], "pos_to": after[1]}
+
+
+def _sql_type(dialect: str, logical: str) -> str:
+    from tickit_data.ddl import column_type
+
+    column = Column("x", logical, max_length=100 if logical == STR else None,
+                    precision=8 if logical == DECIMAL else None, scale=2 if logical == DECIMAL else None)
+    return column_type(dialect, column)
+
+
+def random_value(column: Column, rng: random.Random):
+    if column.nullable and rng.random() < 0.1:
+        return None
+    if column.type in (INT, SMALLINT):
+        return rng.randint(0, 30_000)
+    if column.type == DECIMAL:
+        return Decimal(rng.randint(0, 10 ** (column.precision - column.scale) * 100 - 1)).scaleb(-column.scale)
+    if column.type == DATE:
+        return dt.date(2008, 1, 1) + dt.timedelta(days=rng.randint(0, 365))
+    if column.type == TIMESTAMP:
+        return dt.datetime(2008, 1, 1) + dt.timedelta(seconds=rng.randint(0, 366 * 86400 - 1))
+    if column.type == BOOL:
+        return rng.random() < 0.5
+    alphabet = "abcdefghijklmnopqrstuvwxyz ÄÖÜßéñ東京"
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, column.max_length))).strip() or "x"
