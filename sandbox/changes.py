@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from sandbox.errors import SandboxError
 from sandbox.registry import RegistryClient
@@ -62,9 +62,13 @@ def typed_row(event: ChangeEvent, registry: RegistryClient) -> dict:
 
 
 class ChangeReader:
-    """Reads a topic from the beginning and keeps every decoded event, so tests can wait for the one they expect."""
+    """Reads a topic and keeps every decoded event, so tests can wait for the one they expect.
 
-    def __init__(self, bootstrap: str, topic: str, registry: RegistryClient):
+    By default from the beginning; `from_end=True` starts at the current end of an existing topic, for waiting on
+    changes about to be made without decoding the whole history.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, registry: RegistryClient, from_end: bool = False):
         self.topic = topic
         self.registry = registry
         self.events: list[ChangeEvent] = []
@@ -75,7 +79,17 @@ class ChangeReader:
             "enable.auto.commit": False,
             "log_level": 0,
         })
-        self._consumer.subscribe([topic])
+        if from_end:
+            self._consumer.assign(self._end_offsets())
+        else:
+            self._consumer.subscribe([topic])
+
+    def _end_offsets(self) -> list[TopicPartition]:
+        metadata = self._consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
+        if metadata is None or metadata.error is not None or not metadata.partitions:
+            raise SandboxError(f"topic {self.topic} does not exist yet", "make a change in its table first")
+        return [TopicPartition(self.topic, p, self._consumer.get_watermark_offsets(
+            TopicPartition(self.topic, p), timeout=10)[1]) for p in metadata.partitions]
 
     def close(self) -> None:
         self._consumer.close()

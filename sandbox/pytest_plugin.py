@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from sandbox import tickit
 from sandbox.backends import native
 from sandbox.config import Settings
 from sandbox.connectors import ConnectClient
+from sandbox.mutations import Mutator
 from sandbox.registry import RegistryClient
 from sandbox.services.localstack import s3_client
 
@@ -58,6 +60,17 @@ def registry(sandbox: Settings) -> RegistryClient:
 @pytest.fixture(scope="session")
 def s3(sandbox: Settings):
     return s3_client(sandbox.url("localstack"))
+
+
+@pytest.fixture(scope="session")
+def tickit_loaded(sandbox: Settings):
+    """The source databases hold generated TICKIT (seed 0, original size); returns what the load did."""
+    return tickit.load(sandbox, tickit.GeneratedRows(seed=0, scale=1.0))
+
+
+@pytest.fixture
+def mutator(sandbox: Settings, tickit_loaded) -> Mutator:
+    return Mutator(sandbox)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import io
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from sandbox.config import CapturedTable, Settings
 from sandbox.errors import SandboxError
 from sandbox.services.mariadb import MariaDB
 from sandbox.services.postgres import Postgres
-from tickit_data import TABLES, TickitFormatError, TickitGenerator, get_table, iter_table_rows, table_checksum
+from tickit_data import TABLES, TickitFormatError, TickitGenerator, canonical_row_text_formatter, iter_table_rows
 from tickit_data.ddl import MYSQL, POSTGRES, create_table, dialect_of, qualified, quote
 from tickit_data.schema import BOOL, Table
 
@@ -42,11 +42,13 @@ class Placement:
         return qualified(self.dialect, self.captured.namespace, self.table.name)
 
 
-def placements(settings: Settings) -> list[Placement]:
+def placements(settings: Settings, namespace_suffix: str = "") -> list[Placement]:
     """The TICKIT tables in load order (parents first), each where the topology puts it."""
     result = []
     for table in TABLES:
         captured = settings.topology.table(table.name)
+        if namespace_suffix:
+            captured = replace(captured, namespace=captured.namespace + namespace_suffix)
         engine = settings.topology.sources[captured.source].engine
         result.append(Placement(table, captured, dialect_of(engine)))
     return result
@@ -58,16 +60,18 @@ SOURCE_SERVICES = {"postgres": Postgres, "mysql": MariaDB}
 def connect(settings: Settings, placement: Placement):
     service = SOURCE_SERVICES[placement.captured.source](settings)
     if placement.dialect == MYSQL:
-        return service.connect(database=placement.captured.namespace, local_infile=True)
+        return service.connect(local_infile=True)
     return service.connect()
 
 
-def create_tables(settings: Settings) -> None:
-    """Create every TICKIT table that is missing (idempotent)."""
-    for placement in placements(settings):
+def create_tables(settings: Settings, namespace_suffix: str = "") -> None:
+    """Create every TICKIT table (and its schema or database) that is missing (idempotent)."""
+    for placement in placements(settings, namespace_suffix):
         conn = connect(settings, placement)
         try:
             with conn.cursor() as cur:
+                kind = "DATABASE" if placement.dialect == MYSQL else "SCHEMA"
+                cur.execute(f"CREATE {kind} IF NOT EXISTS {quote(placement.dialect, placement.captured.namespace)}")
                 cur.execute(create_table(placement.dialect, placement.captured.namespace, placement.table))
                 if placement.dialect == POSTGRES:
                     # Deletes then carry the whole old row, as MySQL's full row images do.
@@ -119,14 +123,28 @@ class FileRows(RowSource):
 @dataclass
 class TableLoad:
     table: str
-    rows: int
-    outcome: str  # loaded | replaced | unchanged
+    rows: int  # rows in the table afterwards
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+
+    @property
+    def outcome(self) -> str:
+        if not (self.added or self.changed or self.removed):
+            return "unchanged"
+        return f"+{self.added} added, {self.changed} changed, -{self.removed} removed"
 
 
-def load(settings: Settings, source: RowSource, progress: Progress = lambda table, n: None) -> list[TableLoad]:
-    create_tables(settings)
+def load(settings: Settings, source: RowSource, progress: Progress = lambda table, n: None,
+         namespace_suffix: str = "") -> list[TableLoad]:
+    """Make every TICKIT table hold exactly `source`'s rows.
+
+    `namespace_suffix` loads into other schemas/databases (e.g. `_scratch`) that no connector captures.
+    """
+    chosen = placements(settings, namespace_suffix)
+    create_tables(settings, namespace_suffix)
     results = []
-    for placement in placements(settings):
+    for placement in chosen:
         conn = connect(settings, placement)
         try:
             results.append(_load_table(conn, placement, source, progress))
@@ -141,20 +159,51 @@ def load(settings: Settings, source: RowSource, progress: Progress = lambda tabl
 
 
 def _load_table(conn, placement: Placement, source: RowSource, progress: Progress) -> TableLoad:
-    existing = current_rows(conn, placement)
-    outcome = "loaded"
-    if existing:
-        if table_checksum(placement.table, existing) == table_checksum(placement.table, source.rows(placement.table)):
-            progress(placement.table.name, len(existing))
-            return TableLoad(placement.table.name, len(existing), "unchanged")
-        outcome = "replaced"
+    """Bulk-load an empty table; bring a filled one to the source's rows with the fewest changes."""
+    table = placement.table
+    existing = _rows_by_key(table, current_rows(conn, placement))
     with conn.cursor() as cur:
-        if existing:
-            cur.execute(f"DELETE FROM {placement.name}")
-        bulk = _copy_postgres if placement.dialect == POSTGRES else _load_data_mysql
-        count = bulk(cur, placement, source.rows(placement.table), progress)
+        if not existing:
+            added = _bulk_insert(cur, placement, source.rows(table), progress)
+            conn.commit()
+            return TableLoad(table.name, added, added=added)
+        canonical = canonical_row_text_formatter(table)
+        fresh, changed, seen = [], [], set()
+        for row in source.rows(table):
+            key = _key(table, row)
+            seen.add(key)
+            if key not in existing:
+                fresh.append(row)
+            elif existing[key] != canonical(row):
+                changed.append(row)
+        removed = [key for key in existing if key not in seen]
+        _delete_keys(cur, placement, removed + [_key(table, row) for row in changed])
+        _bulk_insert(cur, placement, changed + fresh, progress)
+        progress(table.name, len(seen) - len(changed) - len(fresh))
     conn.commit()
-    return TableLoad(placement.table.name, count, outcome)
+    return TableLoad(table.name, len(seen), added=len(fresh), changed=len(changed), removed=len(removed))
+
+
+def _key(table: Table, row) -> tuple:
+    return tuple(row[i] for i in table.primary_key_indexes)
+
+
+def _rows_by_key(table: Table, rows: list[tuple]) -> dict[tuple, str]:
+    canonical = canonical_row_text_formatter(table)
+    return {_key(table, row): canonical(row) for row in rows}
+
+
+def _delete_keys(cur, placement: Placement, keys: list[tuple], batch: int = 1000) -> None:
+    (column,) = [quote(placement.dialect, name) for name in placement.table.primary_key]
+    for start in range(0, len(keys), batch):
+        part = [k[0] for k in keys[start : start + batch]]
+        marks = ", ".join(["%s"] * len(part))
+        cur.execute(f"DELETE FROM {placement.name} WHERE {column} IN ({marks})", part)
+
+
+def _bulk_insert(cur, placement: Placement, rows: Iterable[tuple], progress: Progress) -> int:
+    bulk = _copy_postgres if placement.dialect == POSTGRES else _load_data_mysql
+    return bulk(cur, placement, rows, progress)
 
 
 def current_rows(conn, placement: Placement) -> list[tuple]:
@@ -162,6 +211,27 @@ def current_rows(conn, placement: Placement) -> list[tuple]:
     with conn.cursor() as cur:
         cur.execute(f"SELECT {columns} FROM {placement.name}")
         return list(cur.fetchall())
+
+
+def typed_rows(settings: Settings, placement: Placement) -> list[tuple]:
+    """A table's rows in key order as the schema's Python types (MySQL booleans are 0/1; SQL pads char(n))."""
+    converters = [_bool_value if c.type == BOOL else _unpadded if c.fixed_length else None
+                  for c in placement.table.columns]
+    conn = connect(settings, placement)
+    try:
+        rows = current_rows(conn, placement)
+    finally:
+        conn.close()
+    typed = [tuple(v if f is None or v is None else f(v) for f, v in zip(converters, row)) for row in rows]
+    return sorted(typed, key=lambda row: _key(placement.table, row))
+
+
+def _bool_value(value) -> bool:
+    return bool(value)
+
+
+def _unpadded(value: str) -> str:
+    return value.rstrip(" ")
 
 
 def _copy_postgres(cur, placement: Placement, rows: Iterable[tuple], progress: Progress) -> int:
