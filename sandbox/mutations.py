@@ -157,10 +157,14 @@ class Mutator:
     def _random_delete(self, p: Placement, rng: random.Random) -> Change:
         return self.delete(p.table.name, self._key_of(p, self._random_row(p, rng)))
 
-    def _free_columns(self, p: Placement, rng: random.Random) -> list[Column]:
-        """One to three columns that are neither key nor reference, so changes keep the data set consistent."""
+    def changeable_columns(self, table: str) -> list[Column]:
+        """Columns that are neither key nor reference: changing them keeps the data set consistent."""
+        p = self.placement(table)
         fixed = set(p.table.primary_key) | {fk.column for fk in p.table.foreign_keys}
-        free = [c for c in p.table.columns if c.name not in fixed]
+        return [c for c in p.table.columns if c.name not in fixed]
+
+    def _free_columns(self, p: Placement, rng: random.Random) -> list[Column]:
+        free = self.changeable_columns(p.table.name)
         return rng.sample(free, k=min(len(free), rng.randint(1, 3))) if free else []
 
     # --- plumbing ------------------------------------------------------------------------------------------
@@ -193,12 +197,29 @@ class Mutator:
     def _key_of(self, p: Placement, row: dict) -> dict:
         return {c: row[c] for c in p.table.primary_key}
 
-    def _read_row(self, conn, p: Placement, key: dict) -> dict:
+    def _read_row(self, conn, p: Placement, key: dict) -> dict | None:
         where, params = self._where(p, key)
         with conn.cursor() as cur:
             cur.execute(f"SELECT * FROM {p.name} WHERE {where}", params)
-            names = [d[0] for d in cur.description]
-            return dict(zip(names, cur.fetchone()))
+            row = cur.fetchone()
+            return dict(zip([d[0] for d in cur.description], row)) if row else None
+
+    # --- reading the source --------------------------------------------------------------------------------
+    def read_row(self, table: str, key: dict) -> dict | None:
+        """The source row with this key, or None."""
+        p = self.placement(table)
+        conn = connect(self.settings, p)
+        try:
+            return self._read_row(conn, p, key)
+        finally:
+            conn.close()
+
+    def sample_row(self, table: str, rng: random.Random) -> dict:
+        return self._random_row(self.placement(table), rng)
+
+    def next_key(self, table: str) -> int:
+        """A key above every existing one."""
+        return self._max_key(self.placement(table)) + 1
 
     def _max_key(self, p: Placement) -> int:
         (pk,) = p.table.primary_key
