@@ -2,7 +2,9 @@
 
 - time from `up` (nothing to install) to every service and connector ready, after a `down`;
 - resident memory of each service once idle;
-- disk used by the state directory and by the resolved jars.
+- disk used by the state directory and by the resolved jars;
+- full TICKIT generated and bulk-loaded into empty tables of all sources (in `_bench` schemas/databases);
+- Debezium's initial snapshot of those seven tables into Kafka, by temporary connectors (rows/s).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from sandbox import process
+from sandbox import process, snapshot_bench, tickit
 from sandbox.backends import native
 from sandbox.config import Settings
 
@@ -46,6 +48,13 @@ def memory_table(settings: Settings) -> Table:
     return table
 
 
+def load_seconds(settings: Settings) -> tuple[float, int]:
+    snapshot_bench.drop_namespaces(settings)
+    started = time.monotonic()
+    results = tickit.load(settings, tickit.GeneratedRows(seed=0, scale=1.0), namespace_suffix=snapshot_bench.SUFFIX)
+    return time.monotonic() - started, sum(r.rows for r in results)
+
+
 def main() -> None:
     settings = Settings.load()
     seconds = restart_seconds(settings)
@@ -53,6 +62,16 @@ def main() -> None:
     console.print(memory_table(settings))
     console.print(f"disk: state {settings.state_dir} {disk_usage_mb(settings.state_dir):.0f} MiB; "
                   f"resolved jars {settings.jvm_dir} {disk_usage_mb(settings.jvm_dir):.0f} MiB")
+    seconds, rows = load_seconds(settings)
+    console.print(f"TICKIT generated and loaded into empty tables: [bold]{rows} rows in {seconds:.1f} s[/bold] "
+                  f"({rows / seconds:,.0f} rows/s)")
+    try:
+        seconds = snapshot_bench.snapshot_seconds(settings, rows)
+        console.print(f"Debezium initial snapshot of the seven tables into Kafka: [bold]{rows} rows in "
+                      f"{seconds:.1f} s[/bold] ({rows / seconds:,.0f} rows/s)")
+    finally:
+        snapshot_bench.clean_up(settings)
+        snapshot_bench.drop_namespaces(settings)
 
 
 if __name__ == "__main__":

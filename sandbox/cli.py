@@ -80,6 +80,7 @@ def _print_status(settings: Settings) -> None:
         colour = colours.get(st.state, "white")
         table.add_row(st.service, f"[{colour}]{st.state}[/{colour}]", st.address, str(st.pid or "-"), st.version)
     console.print(table)
+    console.print(_tables_table(settings))
     ctable = Table(title="connectors")
     ctable.add_column("connector")
     ctable.add_column("state")
@@ -176,6 +177,21 @@ def mutate_add_column(table: str, column: str, column_type: str = typer.Argument
 def mutate_random(count: int = typer.Option(10, help="How many changes."), seed: int = typer.Option(0),
                   table: list[str] = typer.Option(None, help="Limit to these tables (repeatable).")):
     _mutate(lambda m: m.random_batch(count, seed, table or None))
+
+
+def _tables_table(settings: Settings) -> Table:
+    table = Table(title="TICKIT tables")
+    for column in ("table", "lives in", "topic", "rows"):
+        table.add_column(column)
+    for placement in tickit.placements(settings):
+        captured = placement.captured
+        where = f"{captured.source} {captured.namespace}"
+        if captured.stand_in:
+            where += " [yellow](stand-in for SQL Server)[/yellow]"
+        count = tickit.row_count(settings, placement)
+        table.add_row(placement.table.name, where, settings.topology.topic(captured.namespace, placement.table.name),
+                      "-" if count is None else str(count))
+    return table
 
 
 @app.command()

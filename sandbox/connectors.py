@@ -74,6 +74,11 @@ class ConnectClient:
             raise SandboxError(f"Kafka Connect rejected connector {name}: {response.text[:1500]}",
                                f"fix the config (template in {TEMPLATE_DIR}); `sandbox logs connect` has details")
 
+    def delete(self, name: str) -> None:
+        response = requests.delete(f"{self.url}/connectors/{name}", timeout=30)
+        if response.status_code not in (204, 404):
+            raise SandboxError(f"Kafka Connect could not delete {name}: {response.text[:500]}", "see `sandbox logs connect`")
+
     def status(self, name: str) -> dict:
         response = requests.get(f"{self.url}/connectors/{name}/status", timeout=10)
         return response.json() if response.status_code == 200 else {}

@@ -213,6 +213,22 @@ def current_rows(conn, placement: Placement) -> list[tuple]:
         return list(cur.fetchall())
 
 
+def row_count(settings: Settings, placement: Placement) -> int | None:
+    """Rows in the table, or None if its database does not answer or it does not exist yet."""
+    try:
+        conn = connect(settings, placement)
+    except Exception:  # status must render even with a database down
+        return None
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT COUNT(*) FROM {placement.name}")
+            return cur.fetchone()[0]
+    except Exception:
+        return None
+    finally:
+        conn.close()
+
+
 def typed_rows(settings: Settings, placement: Placement) -> list[tuple]:
     """A table's rows in key order as the schema's Python types (MySQL booleans are 0/1; SQL pads char(n))."""
     converters = [_bool_value if c.type == BOOL else _unpadded if c.fixed_length else None

@@ -1,0 +1,60 @@
+"""The topology places the seven TICKIT tables; the DDL quotes reserved names on every engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox.config import load_topology
+from tickit_data import TABLES
+from tickit_data.ddl import create_table, dialect_of, qualified
+
+
+def test_all_sources_present_place_user_in_sql_server():
+    topology = load_topology()
+    assert topology.table("user").source == "mssql" and not topology.table("user").stand_in
+    assert topology.topic("crm", "user") == "tickit.crm.user"
+
+
+def test_without_sql_server_user_lives_in_postgres_crm_as_declared_stand_in():
+    topology = load_topology(available={"postgres", "mysql"})
+    user = topology.table("user")
+    assert (user.source, user.namespace, user.stand_in) == ("postgres", "crm", True)
+    assert topology.sources["postgres"].namespaces == ["ems", "crm"]
+    assert topology.sources["postgres"].stand_in_for == ("mssql",)
+    assert "mssql" not in topology.sources
+    assert sorted(topology.topics()) == sorted([
+        "tickit.ems.category", "tickit.ems.event", "tickit.ems.venue", "tickit.crm.user",
+        "tickit.ecomm.date", "tickit.ecomm.listing", "tickit.ecomm.sale",
+    ])
+
+
+def test_topology_and_schema_agree_on_where_tables_live():
+    topology = load_topology()
+    engines = {"postgres": "postgres", "mysql": "mysql", "mssql": "mssql"}
+    for table in TABLES:
+        captured = topology.table(table.name)
+        assert engines[captured.source] == table.engine and captured.namespace == table.namespace, table.name
+
+
+@pytest.mark.parametrize(("dialect", "expected"), [
+    ("postgres", '"crm"."user"'), ("mysql", "`crm`.`user`"), ("sqlserver", "[crm].[user]"),
+])
+def test_reserved_names_are_quoted(dialect, expected):
+    assert qualified(dialect, "crm", "user") == expected
+    ddl = create_table(dialect, "crm", "user")
+    assert expected in ddl
+    assert qualified(dialect, "ecomm", "date") in create_table(dialect, "ecomm", "date")
+
+
+def test_types_follow_the_original_ddl():
+    sale = create_table("postgres", "ecomm", "sale")
+    assert '"pricepaid" decimal(8,2)' in sale and '"saletime" timestamp' in sale
+    assert '"salesid" integer NOT NULL' in sale and 'PRIMARY KEY ("salesid")' in sale
+    user = create_table("mysql", "crm", "user")
+    assert "`likesports` boolean" in user and "`username` char(8)" in user
+    assert "[likesports] bit" in create_table("sqlserver", "crm", "user")
+    assert "[caldate] date NOT NULL" in create_table("sqlserver", "ecomm", "date")
+
+
+def test_engine_names_map_to_dialects():
+    assert dialect_of("mariadb") == "mysql" and dialect_of("sqlserver") == "sqlserver"
