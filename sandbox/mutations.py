@@ -101,25 +101,25 @@ class Mutator:
         columns = ", ".join(quote(p.dialect, c) for c in values)
         marks = ", ".join(["%s"] * len(values))
         sql = f"INSERT INTO {p.name} ({columns}) VALUES ({marks})"
-        return self._apply(p, "insert", self._key_of(p, values), [(sql, tuple(values.values()))])
+        return self._apply(p, "insert", self._key_of(p, values), sql, tuple(values.values()))
 
     def update(self, table: str, key: dict, values: dict) -> Change:
         p = self.placement(table)
         sets = ", ".join(f"{quote(p.dialect, c)} = %s" for c in values)
         where, params = self._where(p, key)
-        return self._apply(p, "update", key, [(f"UPDATE {p.name} SET {sets} WHERE {where}", (*values.values(), *params))])
+        return self._apply(p, "update", key, f"UPDATE {p.name} SET {sets} WHERE {where}", (*values.values(), *params))
 
     def delete(self, table: str, key: dict) -> Change:
         p = self.placement(table)
         where, params = self._where(p, key)
-        return self._apply(p, "delete", key, [(f"DELETE FROM {p.name} WHERE {where}", params)])
+        return self._apply(p, "delete", key, f"DELETE FROM {p.name} WHERE {where}", params)
 
     def update_key(self, table: str, key: dict, new_key: dict) -> Change:
         p = self.placement(table)
         sets = ", ".join(f"{quote(p.dialect, c)} = %s" for c in new_key)
         where, params = self._where(p, key)
         sql = f"UPDATE {p.name} SET {sets} WHERE {where}"
-        return self._apply(p, "update_key", key, [(sql, (*new_key.values(), *params))], new_key=new_key)
+        return self._apply(p, "update_key", key, sql, (*new_key.values(), *params), new_key=new_key)
 
     def add_column(self, table: str, column: str, logical_type: str) -> Change:
         p = self.placement(table)
@@ -127,7 +127,7 @@ class Mutator:
             raise SandboxError(f"unknown column type {logical_type!r}", "choose one of: " + ", ".join(LOGICAL_TYPES))
         sql_type = _sql_type(p.dialect, LOGICAL_TYPES[logical_type])
         sql = f"ALTER TABLE {p.name} ADD COLUMN IF NOT EXISTS {quote(p.dialect, column)} {sql_type} NULL"
-        return self._apply(p, "add_column", {}, [(sql, ())], read_back=False)
+        return self._apply(p, "add_column", {}, sql, ())
 
     # --- seeded random batches -----------------------------------------------------------------------------
     def random_batch(self, count: int, seed: int, tables: list[str] | None = None) -> list[Change]:
@@ -168,26 +168,29 @@ class Mutator:
         return rng.sample(free, k=min(len(free), rng.randint(1, 3))) if free else []
 
     # --- plumbing ------------------------------------------------------------------------------------------
-    def _apply(self, p: Placement, kind: str, key: dict, statements, new_key=None, read_back=True) -> Change:
+    def _apply(self, p: Placement, kind: str, key: dict, sql: str, params: tuple, new_key=None) -> Change:
         conn = connect(self.settings, p)
         try:
             before = source_position(conn, p.dialect)
             with conn.cursor() as cur:
-                for sql, params in statements:
-                    cur.execute(sql, params)
-                    if kind != "add_column" and cur.rowcount != 1:
-                        conn.rollback()
-                        raise SandboxError(f"{kind} on {p.table.name} {key} changed {cur.rowcount} rows, not 1",
-                                           "check that the key exists (and, for inserts, that it does not)")
+                cur.execute(sql, params)
+                affected = cur.rowcount
+            ops = DEBEZIUM_OPS[kind]
+            if kind != "add_column" and affected != 1:
+                if not (kind == "update" and affected == 0 and self._read_row(conn, p, key)):
+                    conn.rollback()
+                    raise SandboxError(f"{kind} on {p.table.name} {key} changed {affected} rows, not 1",
+                                       "check that the key exists (and, for inserts, that it does not)")
+                ops = []  # MySQL counts only changed rows and logs no event for an update to the same values
             conn.commit()
             after = source_position(conn, p.dialect)
-            values = self._read_row(conn, p, new_key or key) if read_back and kind != "delete" else None
+            values = self._read_row(conn, p, new_key or key) if kind not in ("delete", "add_column") else None
         finally:
             conn.close()
         change = Change(seq=self.journal.next_seq(), kind=kind, table=p.table.name,
                         topic=self.settings.topology.topic(p.captured.namespace, p.table.name),
                         key=key, new_key=new_key, values=values, position=_range(before, after),
-                        debezium_ops=DEBEZIUM_OPS[kind], at=dt.datetime.now(dt.timezone.utc).isoformat())
+                        debezium_ops=ops, at=dt.datetime.now(dt.timezone.utc).isoformat())
         self.journal.append(change)
         return change
 
