@@ -12,7 +12,8 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from sandbox.config import Settings
-from sandbox.connectors import ConnectClient, connector_config
+from sandbox.errors import SandboxError
+from sandbox.connectors import ConnectClient, connector_config, connector_states, failure_trace
 from sandbox.credentials import login
 from sandbox.services.mariadb import MariaDB
 from sandbox.services.postgres import Postgres
@@ -22,7 +23,9 @@ from sandbox.wait import wait_until
 SUFFIX = "_bench"
 PREFIX = "bench"
 PUBLICATION = "dbz_bench"
-CONNECTORS = {"postgres": "bench-postgres", "mysql": "bench-mysql"}
+# Connect keeps a connector's offsets after it is deleted: each run gets new names so it snapshots afresh.
+RUN = str(int(time.time()))
+CONNECTORS = {"postgres": f"bench-postgres-{RUN}", "mysql": f"bench-mysql-{RUN}"}
 
 
 def bench_topics(settings: Settings) -> list[str]:
@@ -36,8 +39,16 @@ def snapshot_seconds(settings: Settings, expected_rows: int, timeout: float = 90
     for source_name, connector in CONNECTORS.items():
         client.put_config(connector, _bench_config(settings, source_name))
     topics = bench_topics(settings)
-    wait_until(lambda: _messages_in(settings, topics) >= expected_rows, timeout,
-               f"{expected_rows} snapshot rows in {', '.join(topics)}", interval=0.5)
+
+    def snapshot_done() -> bool:
+        for connector in CONNECTORS.values():
+            status = client.status(connector)
+            if "FAILED" in connector_states(status):
+                raise SandboxError(f"bench connector {connector} failed:\n{failure_trace(status)[:1500]}",
+                                   "see `sandbox logs connect`")
+        return _messages_in(settings, topics) >= expected_rows
+
+    wait_until(snapshot_done, timeout, f"{expected_rows} snapshot rows in {', '.join(topics)}", interval=0.5)
     return time.monotonic() - started
 
 
@@ -48,7 +59,7 @@ def _bench_config(settings: Settings, source_name: str) -> dict[str, str]:
         schemas = ",".join(ns + SUFFIX for ns in source.namespaces)
         return config | {"schema.include.list": schemas, "slot.name": PUBLICATION, "publication.name": PUBLICATION}
     return config | {"database.include.list": source.database + SUFFIX, "database.server.id": "184099",
-                     "schema.history.internal.kafka.topic": f"_schema-history.{PREFIX}"}
+                     "schema.history.internal.kafka.topic": f"_schema-history.{PREFIX}.{RUN}"}
 
 
 def _create_publication(settings: Settings) -> None:
@@ -84,8 +95,9 @@ def _messages_in(settings: Settings, topics: list[str]) -> int:
 def clean_up(settings: Settings) -> None:
     """Remove the temporary connectors, their slot, publication and topics."""
     client = ConnectClient(settings.url("connect"))
-    for connector in CONNECTORS.values():
-        client.delete(connector)
+    for connector in client.connectors():
+        if connector.startswith("bench-"):
+            client.delete(connector)
     conn = Postgres(settings).connect()
     conn.autocommit = True
     with conn, conn.cursor() as cur:
@@ -94,7 +106,8 @@ def clean_up(settings: Settings) -> None:
                     (PUBLICATION,))
         cur.execute(f"DROP PUBLICATION IF EXISTS {PUBLICATION}")
     admin = AdminClient({"bootstrap.servers": settings.endpoint("kafka").address, "log_level": 0})
-    doomed = [t for t in admin.list_topics(timeout=5).topics if t.startswith(PREFIX + ".") or t.endswith(PREFIX)]
+    doomed = [t for t in admin.list_topics(timeout=5).topics
+              if t.startswith(PREFIX + ".") or t.startswith(f"_schema-history.{PREFIX}")]
     if doomed:
         for future in admin.delete_topics(doomed).values():
             future.result()
