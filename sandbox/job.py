@@ -1,0 +1,54 @@
+"""Running the PySpark Hudi job against this sandbox: its config from the topology, and spark-submit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from sandbox.config import PROJECT_ROOT, Settings
+from sandbox.services.localstack import ACCESS_KEY, SECRET_KEY
+from spark_jobs.job_config import JobConfig, TableSpec
+from tickit_data import get_table
+
+JOB_FILE = PROJECT_ROOT / "spark_jobs" / "cdc_hudi_job.py"
+POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog"}
+
+
+def job_config(settings: Settings, lake: str | None = None, **options) -> JobConfig:
+    topology = settings.topology
+    tables = []
+    for captured in topology.tables:
+        engine = topology.sources[captured.source].engine
+        tables.append(TableSpec(topic=topology.topic(captured.namespace, captured.name), table=captured.name,
+                                key=get_table(captured.name).primary_key, position=POSITION_KIND[engine]))
+    return JobConfig(
+        kafka_bootstrap=settings.endpoint("kafka").address,
+        registry_url=settings.registry_api_url,
+        lake=lake or f"s3a://{topology.lake_bucket}",
+        tables=tuple(tables),
+        s3_endpoint=settings.url("localstack"),
+        s3_access_key=ACCESS_KEY,
+        s3_secret_key=SECRET_KEY,
+        jars=tuple(str(p) for p in sorted((settings.jvm_dir / "spark").glob("*.jar"))),
+        **options,
+    )
+
+
+def write_config(settings: Settings, config: JobConfig) -> Path:
+    path = settings.state_dir / "job" / "config.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    return path
+
+
+def spark_submit_command(config_path: Path, once: bool) -> list[str]:
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    return [str(spark_submit), "--master", "local[2]", "--driver-memory", "2g",
+            str(JOB_FILE), "--config", str(config_path), "--once" if once else "--continuous"]
+
+
+def run(settings: Settings, config: JobConfig, once: bool) -> int:
+    command = spark_submit_command(write_config(settings, config), once)
+    return subprocess.call(command, env={**settings.env, "TZ": "UTC"})

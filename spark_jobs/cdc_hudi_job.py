@@ -1,0 +1,158 @@
+"""Debezium topics -> Hudi bronze and silver tables.
+
+Run as `spark-submit spark_jobs/cdc_hudi_job.py --config job.json --once` (or `--continuous`), or through
+`sandbox job run`. Every endpoint and path comes from the config file (see `job_config.py`).
+
+- Bronze: every change event as it arrived (Kafka coordinates, schema id, raw bytes), partitioned by table and
+  micro-batch; a replayed batch overwrites its own partition, so bronze never holds a change twice.
+- Silver: one Hudi table per source table, record key = the source primary key, precombine = the source position
+  (Postgres LSN; binlog file, offset and row), so the later of two changes in one millisecond wins. Deletes stay as
+  soft deletes (`__op='d'`, `__deleted='true'`) unless `hard_deletes`. Each commit records the highest source
+  position it holds in its metadata (`sandbox.max_source_position`).
+- Messages that do not decode go to `<lake>/quarantine` with their topic, partition, offset and reason.
+- Progress is Spark's checkpoint in `<lake>/checkpoints`: a restart, also after a kill, resumes without loss and
+  without applying a change twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a plain file by spark-submit
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pyspark.sql import DataFrame, SparkSession, Window, functions as F  # noqa: E402
+
+from spark_jobs.decode import SchemaCache, decode, source_position  # noqa: E402
+from spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
+from spark_jobs.session import spark_session  # noqa: E402
+
+COMMIT_META_PREFIX = "sandbox."
+
+
+def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id: int) -> dict[str, str]:
+    options = {
+        "hoodie.table.name": spec.table,
+        "hoodie.datasource.write.table.type": config.table_type,
+        "hoodie.datasource.write.operation": "upsert",
+        "hoodie.datasource.write.recordkey.field": ",".join(spec.key),
+        "hoodie.datasource.write.precombine.field": "_source_position",
+        "hoodie.datasource.write.partitionpath.field": "",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        "hoodie.datasource.write.commitmeta.key.prefix": COMMIT_META_PREFIX,
+        f"{COMMIT_META_PREFIX}max_source_position": str(max_position),
+        f"{COMMIT_META_PREFIX}batch_id": str(batch_id),
+        "hoodie.upsert.shuffle.parallelism": "2",
+        "hoodie.insert.shuffle.parallelism": "2",
+        "hoodie.clean.automatic": "false",  # keep every file version: time travel must reach every commit
+        "hoodie.keep.min.commits": "10000",
+        "hoodie.keep.max.commits": "10001",
+    }
+    if config.table_type == "MERGE_ON_READ":
+        options |= {"hoodie.compact.inline": "true",
+                    "hoodie.compact.inline.max.delta.commits": str(config.compaction_delta_commits)}
+    return options
+
+
+def latest_per_key(rows: DataFrame, spec: TableSpec) -> DataFrame:
+    """Within one batch keep each key's last change: highest source position, then highest Kafka offset."""
+    order = Window.partitionBy(*[F.col(k) for k in spec.key]).orderBy(F.desc("_source_position"), F.desc("offset"))
+    return rows.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
+
+
+def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, changes: DataFrame, batch_id: int) -> dict:
+    rows = latest_per_key(source_position(changes, spec.position), spec)
+    rows = rows.withColumnRenamed("offset", "_kafka_offset").withColumnRenamed("partition", "_kafka_partition") \
+        .withColumnRenamed("timestamp", "_kafka_timestamp").drop("topic", "_schema_id")
+    if config.hard_deletes:
+        rows = rows.withColumn("_hoodie_is_deleted", F.col("__deleted") == F.lit("true"))
+    rows = rows.cache()
+    stats = rows.agg(F.count(F.lit(1)).alias("rows"), F.max("_source_position").alias("max_position")).first()
+    if not stats["rows"]:
+        return {"rows": 0}
+    rows.write.format("hudi").options(**hudi_options(config, spec, stats["max_position"], batch_id)) \
+        .mode("append").save(config.silver_path(spec.table))
+    rows.unpersist()
+    register(spark, config, spec.table)
+    return {"rows": stats["rows"], "max_source_position": stats["max_position"]}
+
+
+def register(spark: SparkSession, config: JobConfig, table: str) -> None:
+    """Make `SELECT * FROM <catalog_database>.<table>` work in this session's catalog."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.catalog_database}")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {config.catalog_database}.`{table}` USING hudi "
+              f"LOCATION '{config.silver_path(table)}'")
+
+
+def write_bronze(batch: DataFrame, config: JobConfig, batch_id: int) -> None:
+    table_of = F.create_map(*[item for spec in config.tables for item in (F.lit(spec.topic), F.lit(spec.table))])
+    raw = batch.select(table_of[F.col("topic")].alias("table"), F.lit(batch_id).alias("batch_id"),
+                       "topic", "partition", "offset", "timestamp", "key", "value")
+    raw.write.mode("overwrite").partitionBy("table", "batch_id").parquet(config.bronze_path)
+
+
+def process_batch(spark: SparkSession, config: JobConfig, schemas: SchemaCache, batch: DataFrame,
+                  batch_id: int) -> dict:
+    started = time.monotonic()
+    batch = batch.cache()
+    if batch.isEmpty():
+        return {"batch_id": batch_id, "empty": True}
+    write_bronze(batch, config, batch_id)
+    decoded = decode(batch, list(config.tables), schemas)
+    quarantined = decoded.quarantine.count()
+    if quarantined:
+        decoded.quarantine.withColumn("batch_id", F.lit(batch_id)).write.mode("overwrite") \
+            .partitionBy("batch_id").parquet(config.quarantine_path)
+    tables = {}
+    for spec in config.tables:
+        if spec.table in decoded.tables:
+            tables[spec.table] = write_silver(spark, config, spec, decoded.tables[spec.table], batch_id)
+    batch.unpersist()
+    return {"batch_id": batch_id, "tables": tables, "quarantined": quarantined,
+            "seconds": round(time.monotonic() - started, 2)}
+
+
+def start(spark: SparkSession, config: JobConfig, once: bool, report=print):
+    schemas = SchemaCache(config.registry_url)
+    stream = (spark.readStream.format("kafka")
+              .option("kafka.bootstrap.servers", config.kafka_bootstrap)
+              .option("subscribe", ",".join(spec.topic for spec in config.tables))
+              .option("startingOffsets", "earliest")
+              .option("failOnDataLoss", "false")
+              .load())
+
+    def on_batch(batch: DataFrame, batch_id: int) -> None:
+        summary = process_batch(spark, config, schemas, batch, batch_id)
+        if summary.get("quarantined"):
+            summary["quarantine_path"] = config.quarantine_path
+        report(json.dumps(summary, sort_keys=True, default=str))
+
+    writer = stream.writeStream.foreachBatch(on_batch).option("checkpointLocation", config.checkpoint())
+    writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{config.trigger_seconds} seconds")
+    return writer.start()
+
+
+def run(spark: SparkSession, config: JobConfig, once: bool, report=print) -> None:
+    query = start(spark, config, once, report)
+    query.awaitTermination()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True, help="job config JSON (see spark_jobs/job_config.py)")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--once", action="store_true", help="process what is available, then exit")
+    mode.add_argument("--continuous", action="store_true", help="run micro-batches until stopped")
+    args = parser.parse_args(argv)
+    config = JobConfig.read(args.config)
+    spark = spark_session(config)
+    run(spark, config, once=args.once, report=lambda line: print(line, flush=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""What the job needs to know, all of it endpoints and paths: the same file runs against the sandbox or a cluster.
+
+A JSON file (`--config`) holds:
+  kafka_bootstrap, registry_url            where the change events and their schemas are
+  lake                                     base URI of the lake (s3a://bucket or any Hadoop path)
+  s3_endpoint, s3_access_key, s3_secret_key, s3_path_style   optional S3A settings (LocalStack, MinIO)
+  jars                                     optional list of local jars for spark.jars (none under spark-submit)
+  catalog_database                         where silver tables are registered (tickit_cdc_hudi)
+  table_type                               COPY_ON_WRITE (default) or MERGE_ON_READ
+  compaction_delta_commits                 MERGE_ON_READ: compact inline after this many delta commits
+  hard_deletes                             drop deleted rows instead of keeping them as soft deletes
+  trigger_seconds                          micro-batch interval of --continuous
+  tables: [{topic, table, key: [columns], position: "lsn" | "binlog"}]
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    topic: str
+    table: str
+    key: tuple[str, ...]
+    position: str  # lsn (Postgres) or binlog (MySQL/MariaDB)
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    kafka_bootstrap: str
+    registry_url: str
+    lake: str
+    tables: tuple[TableSpec, ...]
+    s3_endpoint: str | None = None
+    s3_access_key: str | None = None
+    s3_secret_key: str | None = None
+    s3_path_style: bool = True
+    jars: tuple[str, ...] = ()
+    catalog_database: str = "tickit_cdc_hudi"
+    table_type: str = "COPY_ON_WRITE"
+    compaction_delta_commits: int = 3
+    hard_deletes: bool = False
+    trigger_seconds: float = 2.0
+    extra_spark_conf: dict = field(default_factory=dict)
+
+    @property
+    def silver_root(self) -> str:
+        return f"{self.lake}/silver"
+
+    @property
+    def bronze_path(self) -> str:
+        return f"{self.lake}/bronze/changes"
+
+    @property
+    def quarantine_path(self) -> str:
+        return f"{self.lake}/quarantine"
+
+    def checkpoint(self) -> str:
+        return f"{self.lake}/checkpoints"
+
+    def silver_path(self, table: str) -> str:
+        return f"{self.silver_root}/{table}"
+
+    def spec(self, table: str) -> TableSpec:
+        for spec in self.tables:
+            if spec.table == table:
+                return spec
+        raise KeyError(f"no table {table!r} in the job config")
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> "JobConfig":
+        tables = tuple(TableSpec(t["topic"], t["table"], tuple(t["key"]), t["position"]) for t in raw["tables"])
+        known = {f for f in cls.__dataclass_fields__ if f != "tables"}
+        unknown = set(raw) - known - {"tables"}
+        if unknown:
+            raise ValueError(f"unknown job config keys: {', '.join(sorted(unknown))}")
+        values = {k: v for k, v in raw.items() if k in known}
+        if "jars" in values:
+            values["jars"] = tuple(values["jars"])
+        return cls(tables=tables, **values)
+
+    @classmethod
+    def read(cls, path: str | Path) -> "JobConfig":
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def to_dict(self) -> dict:
+        raw = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        raw["tables"] = [{"topic": t.topic, "table": t.table, "key": list(t.key), "position": t.position}
+                         for t in self.tables]
+        raw["jars"] = list(self.jars)
+        return raw

@@ -1,0 +1,38 @@
+"""A Spark session with Hudi and, where configured, S3A pointed at the lake's endpoint."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from spark_jobs.job_config import JobConfig
+
+
+def spark_session(config: JobConfig, app_name: str = "tickit-cdc-hudi") -> SparkSession:
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
+        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        .config("spark.ui.enabled", "false")
+    )
+    if config.jars:
+        builder = builder.config("spark.jars", ",".join(config.jars))
+    if config.s3_endpoint:
+        builder = (
+            builder.config("spark.hadoop.fs.s3a.endpoint", config.s3_endpoint)
+            .config("spark.hadoop.fs.s3a.path.style.access", str(config.s3_path_style).lower())
+            .config("spark.hadoop.fs.s3a.connection.ssl.enabled", str(config.s3_endpoint.startswith("https")).lower())
+            .config("spark.hadoop.fs.s3a.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
+        )
+    if config.s3_access_key:
+        builder = (builder.config("spark.hadoop.fs.s3a.access.key", config.s3_access_key)
+                   .config("spark.hadoop.fs.s3a.secret.key", config.s3_secret_key or ""))
+    for key, value in config.extra_spark_conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
