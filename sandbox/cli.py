@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sandbox import tickit, tickit_download
+from sandbox import job, tickit, tickit_download
 from sandbox.backends import native
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
@@ -192,6 +192,25 @@ def _tables_table(settings: Settings) -> Table:
         table.add_row(placement.table.name, where, settings.topology.topic(captured.namespace, placement.table.name),
                       "-" if count is None else str(count))
     return table
+
+
+job_app = typer.Typer(help="The PySpark Hudi job: Kafka change events into bronze and silver on S3.",
+                      no_args_is_help=True)
+app.add_typer(job_app, name="job")
+
+
+@job_app.command("run")
+def job_run(
+    continuous: bool = typer.Option(False, "--continuous", help="Keep running micro-batches (Ctrl-C stops)."),
+    merge_on_read: bool = typer.Option(False, "--merge-on-read", help="Merge-on-Read silver tables with compaction."),
+    hard_deletes: bool = typer.Option(False, help="Remove deleted rows instead of keeping soft deletes."),
+    lake: str = typer.Option(None, help="Base URI of the lake (default s3a://<lake bucket>)."),
+):
+    """Run the job with spark-submit: --once by default (process what is in Kafka, then exit)."""
+    settings = Settings.load()
+    config = job.job_config(settings, lake=lake, hard_deletes=hard_deletes,
+                            table_type="MERGE_ON_READ" if merge_on_read else "COPY_ON_WRITE")
+    raise typer.Exit(job.run(settings, config, once=not continuous))
 
 
 @app.command()
