@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from sandbox.errors import SandboxError
-from sandbox.registry import RegistryClient
+from sandbox.registry import RegistryClient, WireFormatError
 
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -72,6 +72,7 @@ class ChangeReader:
         self.topic = topic
         self.registry = registry
         self.events: list[ChangeEvent] = []
+        self.undecodable: list[tuple[int, int]] = []  # (partition, offset) of messages that are not Apicurio Avro
         self._consumer = Consumer({
             "bootstrap.servers": bootstrap,
             "group.id": f"sandbox-reader-{uuid.uuid4()}",
@@ -114,7 +115,11 @@ class ChangeReader:
                 if message.error().code() in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
                     continue
                 raise SandboxError(f"reading {self.topic}: {message.error()}", "check `sandbox status`")
-            event = self._decode(message)
+            try:
+                event = self._decode(message)
+            except WireFormatError:
+                self.undecodable.append((message.partition(), message.offset()))
+                continue
             self.events.append(event)
             if predicate(event):
                 return event

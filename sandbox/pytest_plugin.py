@@ -6,6 +6,8 @@ it is not running. `SANDBOX_STATE_DIR` and the port variables point them at anot
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from sandbox import tickit
@@ -71,6 +73,16 @@ def tickit_loaded(sandbox: Settings):
 @pytest.fixture
 def mutator(sandbox: Settings, tickit_loaded) -> Mutator:
     return Mutator(sandbox)
+
+
+@pytest.fixture(scope="session")
+def pipeline(sandbox: Settings, tmp_path_factory):
+    """The Hudi job on a lake of its own (fresh checkpoints) in this test session, run in-process."""
+    from sandbox.pipeline import Pipeline
+
+    pipe = Pipeline.start(sandbox, lake=f"s3a://{sandbox.topology.lake_bucket}/test-{uuid.uuid4().hex[:8]}")
+    yield pipe
+    pipe.stop()
 
 
 @pytest.fixture(scope="session")

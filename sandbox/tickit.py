@@ -230,16 +230,21 @@ def row_count(settings: Settings, placement: Placement) -> int | None:
 
 
 def typed_rows(settings: Settings, placement: Placement) -> list[tuple]:
-    """A table's rows in key order as the schema's Python types (MySQL booleans are 0/1; SQL pads char(n))."""
-    converters = [_bool_value if c.type == BOOL else _unpadded if c.fixed_length else None
-                  for c in placement.table.columns]
+    """A table's rows in key order as the schema's Python types."""
     conn = connect(settings, placement)
     try:
         rows = current_rows(conn, placement)
     finally:
         conn.close()
+    return normalized_rows(placement.table, rows)
+
+
+def normalized_rows(table: Table, rows: Iterable[tuple]) -> list[tuple]:
+    """Rows (in column order) as the schema's Python types, in key order: MySQL and Debezium carry booleans as
+    0/1, and SQL pads char(n) with spaces."""
+    converters = [_bool_value if c.type == BOOL else _unpadded if c.fixed_length else None for c in table.columns]
     typed = [tuple(v if f is None or v is None else f(v) for f, v in zip(converters, row)) for row in rows]
-    return sorted(typed, key=lambda row: _key(placement.table, row))
+    return sorted(typed, key=lambda row: _key(table, row))
 
 
 def _bool_value(value) -> bool:

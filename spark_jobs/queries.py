@@ -35,11 +35,14 @@ def time_travel(spark: SparkSession, path: str, instant: str) -> DataFrame:
     return spark.read.format("hudi").option("as.of.instant", instant).load(path)
 
 
-def incremental(spark: SparkSession, path: str, begin: str, end: str | None = None) -> DataFrame:
-    """Changes of the commits that completed after `begin` and up to `end` (the latest when None).
+def incremental(spark: SparkSession, path: str, after: str, end: str | None = None) -> DataFrame:
+    """Changes of the commits that completed after `after` and up to `end` (the latest when None).
 
     Hudi 1.x orders incremental reads by completion time: pass `Commit.completed`, or "000" for the beginning.
+    Hudi 1.0's Spark reader takes the begin time inclusively (made exclusive in later releases), so the read
+    starts one millisecond after `after`.
     """
+    begin = after if after == "000" else str(int(after) + 1).zfill(len(after))
     reader = (spark.read.format("hudi").option("hoodie.datasource.query.type", "incremental")
               .option("hoodie.datasource.read.begin.instanttime", begin))
     if end:

@@ -1,0 +1,169 @@
+"""The Hudi job against the running stack: silver equals the sources, time travel, deletes, ordering, poison."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+
+from sandbox import tickit
+from sandbox.changes import ChangeReader
+from sandbox.mutations import random_value
+from spark_jobs.queries import incremental
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+EVENT_TIMEOUT = 180
+
+
+@pytest.fixture
+def settle(sandbox, mutator, kafka_bootstrap, registry):
+    """Change one row of each table and wait until Debezium has put that change in Kafka: everything before it in
+    the table is then in Kafka too (one partition per topic, in source order)."""
+
+    def settle_tables(tables: list[str]) -> list:
+        changes = []
+        for table in tables:
+            rng = random.Random(uuid.uuid4().int)
+            row = mutator.sample_row(table, rng)
+            column = mutator.changeable_columns(table)[0]
+            value = row[column.name]
+            while value == row[column.name] or value is None:
+                value = random_value(column, rng)
+            key = {k: row[k] for k in mutator.placement(table).table.primary_key}
+            captured = sandbox.topology.table(table)
+            with ChangeReader(kafka_bootstrap, sandbox.topology.topic(captured.namespace, table), registry,
+                              from_end=True) as reader:
+                change = mutator.update(table, key, {column.name: value})
+                reader.wait_for(lambda e: e.value is not None and change.produced_by(e.value, e.key, "u"),
+                                EVENT_TIMEOUT, f"journal entry {change.seq} in Kafka")
+            changes.append(change)
+        return changes
+
+    return settle_tables
+
+
+def wait_in_kafka(sandbox, kafka_bootstrap, registry, change):
+    captured = sandbox.topology.table(change.table)
+    with ChangeReader(kafka_bootstrap, sandbox.topology.topic(captured.namespace, change.table), registry) as r:
+        for op in change.debezium_ops:
+            r.wait_for(lambda e, op=op: e.value is not None and change.produced_by(e.value, e.key, op),
+                       EVENT_TIMEOUT, f"{op} of journal entry {change.seq}")
+
+
+def silver_row(pipeline, frame, table: str, key: dict) -> dict | None:
+    condition = " AND ".join(f"`{k}` = {v!r}" for k, v in key.items())
+    rows = frame.filter(condition).collect()
+    return rows[0].asDict() if rows else None
+
+
+def test_silver_equals_every_source_table(sandbox, tickit_loaded, pipeline, settle):
+    tables = [p.table.name for p in tickit.placements(sandbox)]
+    settle(tables)
+    summaries = pipeline.run_once()
+    assert summaries and all(s.get("quarantined", 0) == 0 for s in summaries)
+    for placement in tickit.placements(sandbox):
+        expected = tickit.typed_rows(sandbox, placement)
+        actual = pipeline.live_rows(pipeline.snapshot(placement.table.name), placement.table.name)
+        assert len(actual) == len(expected), placement.table.name
+        assert actual == expected, f"silver {placement.table.name} differs from its source"
+    count = pipeline.spark.sql("SELECT COUNT(*) AS n FROM tickit_cdc_hudi.sale WHERE __deleted = 'false'").first()["n"]
+    assert count == len(tickit.typed_rows(sandbox, tickit.placements(sandbox)[-1]))
+
+
+def test_update_shows_new_value_and_time_travel_the_old(sandbox, pipeline, mutator, settle):
+    settle(["category"])
+    pipeline.run_once()
+    before = pipeline.timeline("category")[-1]
+    row = mutator.sample_row("category", random.Random(11))
+    new_desc = f"changed {uuid.uuid4().hex[:8]}"
+    change = mutator.update("category", {"catid": row["catid"]}, {"catdesc": new_desc})
+    settle(["category"])
+    pipeline.run_once()
+    commits = pipeline.timeline("category")
+    latest = commits[-1]
+    assert latest.max_source_position >= change.position["lsn_from"]
+    assert silver_row(pipeline, pipeline.snapshot("category"), "category", {"catid": row["catid"]})["catdesc"] == new_desc
+    old = silver_row(pipeline, pipeline.time_travel("category", before.instant), "category", {"catid": row["catid"]})
+    assert old["catdesc"] == row["catdesc"]
+
+
+@pytest.mark.parametrize("table", ["venue", "sale"])
+def test_delete_is_soft_and_time_travel_before_it_keeps_the_row(sandbox, pipeline, mutator, settle, kafka_bootstrap,
+                                                                   registry, table):
+    placement = mutator.placement(table)
+    (pk,) = placement.table.primary_key
+    template = mutator.sample_row(table, random.Random(5))
+    new_id = mutator.next_key(table) + 500
+    inserted = mutator.insert(table, {c: template[c] for c in placement.table.column_names} | {pk: new_id})
+    wait_in_kafka(sandbox, kafka_bootstrap, registry, inserted)
+    pipeline.run_once()
+    alive_commit = pipeline.timeline(table)[-1]
+    deleted = mutator.delete(table, {pk: new_id})
+    wait_in_kafka(sandbox, kafka_bootstrap, registry, deleted)
+    pipeline.run_once()
+    gone = silver_row(pipeline, pipeline.snapshot(table), table, {pk: new_id})
+    assert gone["__op"] == "d" and gone["__deleted"] == "true"
+    alive = silver_row(pipeline, pipeline.time_travel(table, alive_commit.instant), table, {pk: new_id})
+    assert alive["__deleted"] == "false" and alive["__op"] == "c"
+
+
+@pytest.mark.parametrize("table", ["category", "date"])
+def test_two_updates_in_one_millisecond_resolve_to_the_later(sandbox, pipeline, mutator, kafka_bootstrap, registry,
+                                                             table):
+    placement = mutator.placement(table)
+    (pk,) = placement.table.primary_key
+    row = mutator.sample_row(table, random.Random(21))
+    column = next(c for c in mutator.changeable_columns(table) if c.type == "str")
+    first, second = "first"[: column.max_length], "second"[: column.max_length]
+    captured = sandbox.topology.table(table)
+    with ChangeReader(kafka_bootstrap, sandbox.topology.topic(captured.namespace, table), registry,
+                      from_end=True) as reader:
+        conn = tickit.connect(sandbox, placement)
+        try:
+            with conn.cursor() as cur:  # one transaction: both changes carry the same commit timestamp
+                for value in (first, second):
+                    cur.execute(f"UPDATE {placement.name} SET {column.name} = %s WHERE {pk} = %s", (value, row[pk]))
+            conn.commit()
+        finally:
+            conn.close()
+        events = [reader.wait_for(lambda e, v=v: e.key == {pk: row[pk]} and e.value[column.name].rstrip() == v,
+                                  EVENT_TIMEOUT, f"update to {v!r}") for v in (first, second)]
+    assert events[0].value["__source_ts_ms"] == events[1].value["__source_ts_ms"]
+    pipeline.run_once()
+    assert silver_row(pipeline, pipeline.snapshot(table), table, {pk: row[pk]})[column.name].rstrip() == second
+
+
+def test_incremental_read_returns_exactly_the_changes_between_commits(sandbox, pipeline, mutator, settle):
+    settle(["event"])
+    pipeline.run_once()
+    start = pipeline.timeline("event")[-1]
+    keys = set()
+    for seed in (31, 32):
+        row = mutator.sample_row("event", random.Random(seed))
+        mutator.update("event", {"eventid": row["eventid"]}, {"eventname": f"renamed {uuid.uuid4().hex[:6]}"})
+        keys.add(row["eventid"])
+    settle_change = settle(["event"])[0]
+    keys.add(settle_change.key["eventid"])
+    pipeline.run_once()
+    end = pipeline.timeline("event")[-1]
+    rows = incremental(pipeline.spark, pipeline.path("event"), start.completed, end.completed).select("eventid").collect()
+    assert {r["eventid"] for r in rows} == keys
+
+
+def test_undecodable_message_is_set_aside_with_its_coordinates(sandbox, pipeline, kafka_bootstrap):
+    topic = sandbox.topology.topic("ems", "category")
+    delivered = []
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "log_level": 0})
+    producer.produce(topic, key=b"poison", value=b"\x01not avro at all",
+                     on_delivery=lambda err, msg: delivered.append((msg.partition(), msg.offset())))
+    producer.flush(30)
+    (partition, offset), = delivered
+    summaries = pipeline.run_once()
+    assert sum(s.get("quarantined", 0) for s in summaries) >= 1
+    assert any("quarantine_path" in s for s in summaries), "the run reports where the message went"
+    quarantined = pipeline.spark.read.parquet(pipeline.config.quarantine_path) \
+        .filter(f"topic = '{topic}' AND partition = {partition} AND offset = {offset}").collect()
+    assert len(quarantined) == 1 and "not Apicurio-framed" in quarantined[0]["reason"]
