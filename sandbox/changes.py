@@ -8,7 +8,6 @@ compared with the source row exactly.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 import uuid
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from sandbox.errors import SandboxError
 from sandbox.registry import RegistryClient, WireFormatError
+from spark_jobs.avro_schema import semantic_types
 
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -32,16 +32,6 @@ class ChangeEvent:
     value_schema_id: int | None
 
 
-def _semantic_types(schema_json: str) -> dict[str, str]:
-    """Field name -> Connect semantic name (`connect.name`) of the value schema, for the fields that have one."""
-    found = {}
-    for field in json.loads(schema_json).get("fields", []):
-        for branch in field["type"] if isinstance(field["type"], list) else [field["type"]]:
-            if isinstance(branch, dict) and branch.get("connect.name"):
-                found[field["name"]] = branch["connect.name"]
-    return found
-
-
 _CONVERTERS: dict[str, Callable] = {
     "io.debezium.time.MicroTimestamp": lambda v: EPOCH + dt.timedelta(microseconds=v),
     "io.debezium.time.Timestamp": lambda v: EPOCH + dt.timedelta(milliseconds=v),
@@ -53,7 +43,7 @@ _CONVERTERS: dict[str, Callable] = {
 
 def typed_row(event: ChangeEvent, registry: RegistryClient) -> dict:
     """The event's value with Debezium's semantic types converted to Python values."""
-    semantic = _semantic_types(registry.schema_by_global_id(event.value_schema_id))
+    semantic = semantic_types(registry.schema_by_global_id(event.value_schema_id))
     row = {}
     for name, value in (event.value or {}).items():
         convert = _CONVERTERS.get(semantic.get(name, ""))

@@ -8,7 +8,6 @@ registry does not know, a body the schema cannot read — are returned apart wit
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import reduce
 
@@ -16,6 +15,7 @@ import requests
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.avro.functions import from_avro
 
+from spark_jobs.avro_schema import semantic_types
 from spark_jobs.job_config import TableSpec
 
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]
@@ -96,15 +96,6 @@ def with_source_types(rows: DataFrame, schema_json: str) -> DataFrame:
         elif semantic == "io.debezium.time.Date":
             rows = rows.withColumn(name, F.date_add(F.lit("1970-01-01").cast("date"), column))
     return rows
-
-
-def semantic_types(schema_json: str) -> dict[str, str]:
-    found = {}
-    for field in json.loads(schema_json).get("fields", []):
-        for branch in field["type"] if isinstance(field["type"], list) else [field["type"]]:
-            if isinstance(branch, dict) and branch.get("connect.name"):
-                found[field["name"]] = branch["connect.name"]
-    return found
 
 
 def source_position(rows: DataFrame, kind: str) -> DataFrame:

@@ -45,12 +45,10 @@ def settle(sandbox, mutator, kafka_bootstrap, registry):
     return settle_tables
 
 
-def wait_in_kafka(sandbox, kafka_bootstrap, registry, change):
-    captured = sandbox.topology.table(change.table)
-    with ChangeReader(kafka_bootstrap, sandbox.topology.topic(captured.namespace, change.table), registry) as r:
-        for op in change.debezium_ops:
-            r.wait_for(lambda e, op=op: e.value is not None and change.produced_by(e.value, e.key, op),
-                       EVENT_TIMEOUT, f"{op} of journal entry {change.seq}")
+def wait_in_kafka(reader: ChangeReader, change) -> None:
+    for op in change.debezium_ops:
+        reader.wait_for(lambda e, op=op: e.value is not None and change.produced_by(e.value, e.key, op),
+                        EVENT_TIMEOUT, f"{op} of journal entry {change.seq}")
 
 
 def silver_row(pipeline, frame, table: str, key: dict) -> dict | None:
@@ -97,12 +95,15 @@ def test_delete_is_soft_and_time_travel_before_it_keeps_the_row(sandbox, pipelin
     (pk,) = placement.table.primary_key
     template = mutator.sample_row(table, random.Random(5))
     new_id = mutator.next_key(table) + 500
-    inserted = mutator.insert(table, {c: template[c] for c in placement.table.column_names} | {pk: new_id})
-    wait_in_kafka(sandbox, kafka_bootstrap, registry, inserted)
-    pipeline.run_once()
-    alive_commit = pipeline.timeline(table)[-1]
-    deleted = mutator.delete(table, {pk: new_id})
-    wait_in_kafka(sandbox, kafka_bootstrap, registry, deleted)
+    captured = sandbox.topology.table(table)
+    with ChangeReader(kafka_bootstrap, sandbox.topology.topic(captured.namespace, table), registry,
+                      from_end=True) as reader:
+        inserted = mutator.insert(table, {c: template[c] for c in placement.table.column_names} | {pk: new_id})
+        wait_in_kafka(reader, inserted)
+        pipeline.run_once()
+        alive_commit = pipeline.timeline(table)[-1]
+        deleted = mutator.delete(table, {pk: new_id})
+        wait_in_kafka(reader, deleted)
     pipeline.run_once()
     gone = silver_row(pipeline, pipeline.snapshot(table), table, {pk: new_id})
     assert gone["__op"] == "d" and gone["__deleted"] == "true"
