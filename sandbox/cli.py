@@ -125,9 +125,9 @@ def _json_arg(text: str, what: str) -> dict:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        _fail(SandboxError(f"{what} is not JSON: {exc}", f"""give an object, e.g. '{{"catid": 12}}'"""))
+        _fail(SandboxError(f"{what} is not JSON: {exc}", """give an object, e.g. '{"catid": 12}'"""))
     if not isinstance(value, dict):
-        _fail(SandboxError(f"{what} must be a JSON object", f"""e.g. '{{"catid": 12}}'"""))
+        _fail(SandboxError(f"{what} must be a JSON object", """e.g. '{"catid": 12}'"""))
     return value
 
 
@@ -211,6 +211,41 @@ def job_run(
     config = job.job_config(settings, lake=lake, hard_deletes=hard_deletes,
                             table_type="MERGE_ON_READ" if merge_on_read else "COPY_ON_WRITE")
     raise typer.Exit(job.run(settings, config, once=not continuous))
+
+
+@app.command()
+def query(
+    table: str,
+    as_of: str = typer.Option(None, help="Time travel: the table as of this commit instant."),
+    after: str = typer.Option(None, help="Incremental: changes of commits completed after this time ('000' = all)."),
+    until: str = typer.Option(None, help="Incremental: up to this completion time (default: the latest)."),
+    timeline: bool = typer.Option(False, help="List the commits with the source position each one reached."),
+    limit: int = typer.Option(20, help="Rows to show."),
+    lake: str = typer.Option(None, help="Base URI of the lake (default s3a://<lake bucket>)."),
+):
+    """Read a silver table: snapshot (default), time travel, incremental, or its commit timeline."""
+    from sandbox.pipeline import Pipeline
+    from spark_jobs import queries
+
+    settings = Settings.load()
+    pipe = Pipeline.start(settings, lake=lake or f"s3a://{settings.topology.lake_bucket}")
+    path = pipe.path(table)
+    if timeline:
+        out = Table(title=f"{table} commits")
+        for column in ("instant", "completed", "action", "max source position", "batch"):
+            out.add_column(column)
+        for commit in queries.timeline(pipe.spark, path):
+            out.add_row(commit.instant, commit.completed, commit.action, str(commit.max_source_position),
+                        str(commit.batch_id))
+        console.print(out)
+        return
+    if after:
+        frame = queries.incremental(pipe.spark, path, after, until)
+    elif as_of:
+        frame = queries.time_travel(pipe.spark, path, as_of)
+    else:
+        frame = queries.snapshot(pipe.spark, path)
+    frame.drop("_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name").show(limit, truncate=False)
 
 
 @app.command()

@@ -32,23 +32,33 @@ def job_config(settings: Settings, lake: str | None = None, **options) -> JobCon
         s3_access_key=ACCESS_KEY,
         s3_secret_key=SECRET_KEY,
         jars=tuple(str(p) for p in sorted((settings.jvm_dir / "spark").glob("*.jar"))),
+        extra_spark_conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
         **options,
     )
 
 
-def write_config(settings: Settings, config: JobConfig) -> Path:
-    path = settings.state_dir / "job" / "config.json"
+def write_config(settings: Settings, config: JobConfig, path: Path | None = None) -> Path:
+    path = path or settings.state_dir / "job" / "config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     return path
 
 
-def spark_submit_command(config_path: Path, once: bool) -> list[str]:
+def spark_submit_command(config: JobConfig, config_path: Path, once: bool) -> list[str]:
     spark_submit = Path(sys.executable).parent / "spark-submit"
-    return [str(spark_submit), "--master", "local[2]", "--driver-memory", "2g",
+    # Under spark-submit the driver's classpath is fixed at launch: the jars go on the command line.
+    return [str(spark_submit), "--master", "local[2]", "--driver-memory", "2g", "--jars", ",".join(config.jars),
             str(JOB_FILE), "--config", str(config_path), "--once" if once else "--continuous"]
 
 
+def submit_environment(settings: Settings) -> dict[str, str]:
+    """spark-submit finds Spark and Python through these; the venv's python is not first on every PATH."""
+    import pyspark
+
+    return {**settings.env, "TZ": "UTC", "SPARK_HOME": str(Path(pyspark.__file__).parent),
+            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
 def run(settings: Settings, config: JobConfig, once: bool) -> int:
-    command = spark_submit_command(write_config(settings, config), once)
-    return subprocess.call(command, env={**settings.env, "TZ": "UTC"})
+    command = spark_submit_command(config, write_config(settings, config), once)
+    return subprocess.call(command, env=submit_environment(settings))

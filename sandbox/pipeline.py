@@ -21,6 +21,7 @@ class Pipeline:
     config: JobConfig
     spark: object
     reports: list[str] = field(default_factory=list)
+    owns_session: bool = True
 
     @classmethod
     def start(cls, settings: Settings, lake: str, **options) -> "Pipeline":
@@ -29,8 +30,14 @@ class Pipeline:
         config = job.job_config(settings, lake=lake, **options)
         return cls(settings, config, spark_session(config))
 
+    def sibling(self, lake: str, **options) -> "Pipeline":
+        """Another lake (and job options) in the same Spark session, e.g. Merge-on-Read beside Copy-on-Write."""
+        return Pipeline(self.settings, job.job_config(self.settings, lake=lake, **options), self.spark,
+                        owns_session=False)
+
     def stop(self) -> None:
-        self.spark.stop()
+        if self.owns_session:
+            self.spark.stop()
 
     def run_once(self) -> list[dict]:
         """Process everything in Kafka now; returns the batch summaries of this run."""
