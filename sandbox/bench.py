@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from sandbox import process, snapshot_bench, tickit
+from sandbox import job_bench, process, snapshot_bench, tickit
 from sandbox.backends import native
 from sandbox.config import Settings
 
@@ -72,6 +72,7 @@ def main() -> None:
     finally:
         snapshot_bench.clean_up(settings)
         snapshot_bench.drop_namespaces(settings)
+    job_bench.report(settings, console.print)
 
 
 if __name__ == "__main__":
