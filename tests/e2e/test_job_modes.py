@@ -55,3 +55,25 @@ def test_job_killed_mid_batch_resumes_to_the_uninterrupted_result(sandbox, pipel
         assert resumed.live_rows(resumed.snapshot(table), table) == pipeline.live_rows(pipeline.snapshot(table), table)
     bronze = pipeline.spark.read.parquet(resumed.config.bronze_path)
     assert bronze.count() == bronze.select("topic", "partition", "offset").distinct().count(), "no change twice in bronze"
+
+
+def test_hard_deletes_remove_the_row_and_time_travel_still_has_it(sandbox, pipeline, mutator, kafka_bootstrap,
+                                                                   registry):
+    import random
+
+    from sandbox.changes import ChangeReader
+
+    hard = pipeline.sibling(lake=pipeline.config.lake + "-hard", hard_deletes=True)
+    placement = mutator.placement("venue")
+    template = mutator.sample_row("venue", random.Random(8))
+    new_id = mutator.next_key("venue") + 700
+    with ChangeReader(kafka_bootstrap, sandbox.topology.topic("ems", "venue"), registry, from_end=True) as reader:
+        inserted = mutator.insert("venue", {c: template[c] for c in placement.table.column_names} | {"venueid": new_id})
+        reader.wait_for(lambda e: e.value is not None and inserted.produced_by(e.value, e.key, "c"), 180, "insert")
+        hard.run_once()
+        alive_commit = hard.timeline("venue")[-1]
+        deleted = mutator.delete("venue", {"venueid": new_id})
+        reader.wait_for(lambda e: e.value is not None and deleted.produced_by(e.value, e.key, "d"), 180, "delete")
+    hard.run_once()
+    assert hard.snapshot("venue").filter(f"venueid = {new_id}").count() == 0
+    assert hard.time_travel("venue", alive_commit.instant).filter(f"venueid = {new_id}").count() == 1
