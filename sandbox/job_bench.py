@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 import statistics
@@ -36,7 +37,7 @@ def initial_load(pipe: Pipeline) -> tuple[float, int]:
 def latencies(pipe: Pipeline, settings: Settings, table: str = "category") -> list[float]:
     from spark_jobs import cdc_hudi_job
 
-    pipe.config = pipe.config.__class__(**{**pipe.config.__dict__, "trigger_seconds": 1.0})
+    pipe.config = dataclasses.replace(pipe.config, trigger_seconds=1.0)
     query = cdc_hudi_job.start(pipe.spark, pipe.config, once=False, report=pipe.reports.append)
     mutator = Mutator(settings)
     rng = random.Random(99)
