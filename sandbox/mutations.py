@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -60,6 +61,7 @@ class Journal:
 
     def __init__(self, path: Path):
         self.path = path
+        self._last: tuple[int, int] | None = None  # (file size, last seq) after this object's last append
 
     def entries(self) -> list[Change]:
         if not self.path.exists():
@@ -67,6 +69,9 @@ class Journal:
         return [Change(**json.loads(line)) for line in self.path.read_text().splitlines() if line.strip()]
 
     def next_seq(self) -> int:
+        size = self.path.stat().st_size if self.path.exists() else 0
+        if self._last and self._last[0] == size:  # nobody else appended: no need to re-read the file
+            return self._last[1] + 1
         entries = self.entries()
         return entries[-1].seq + 1 if entries else 1
 
@@ -74,6 +79,7 @@ class Journal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a") as handle:
             handle.write(json.dumps(asdict(change), default=_json_value) + "\n")
+        self._last = (self.path.stat().st_size, change.seq)
 
 
 def _json_value(value):
@@ -84,11 +90,20 @@ def _json_value(value):
     raise TypeError(f"cannot journal a {type(value).__name__}")
 
 
+@dataclass
+class _OpenTransaction:
+    placement: Placement
+    conn: object
+    before: tuple
+    changes: list[Change] = field(default_factory=list)
+
+
 class Mutator:
     def __init__(self, settings: Settings, journal: Journal | None = None):
         self.settings = settings
         self.journal = journal or Journal(settings.state_dir / "journal.jsonl")
         self._placements = {p.table.name: p for p in placements(settings)}
+        self._open: _OpenTransaction | None = None
 
     def placement(self, table: str) -> Placement:
         if table not in self._placements:
@@ -168,31 +183,73 @@ class Mutator:
         return rng.sample(free, k=min(len(free), rng.randint(1, 3))) if free else []
 
     # --- plumbing ------------------------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self, table: str):
+        """Group the changes made inside into one source transaction (they share its commit timestamp); each is
+        journaled at commit with the position range of the whole transaction."""
+        p = self.placement(table)
+        conn = connect(self.settings, p)
+        self._open = _OpenTransaction(p, conn, source_position(conn, p.dialect))
+        try:
+            yield
+            conn.commit()
+            after = source_position(conn, p.dialect)
+            for change in self._open.changes:
+                change.position = _range(self._open.before, after)
+                change.seq = self.journal.next_seq()
+                self.journal.append(change)
+        except BaseException:
+            conn.rollback()
+            raise
+        finally:
+            self._open = None
+            conn.close()
+
     def _apply(self, p: Placement, kind: str, key: dict, sql: str, params: tuple, new_key=None) -> Change:
+        if self._open is not None:
+            return self._apply_in_transaction(p, kind, key, sql, params, new_key)
         conn = connect(self.settings, p)
         try:
             before = source_position(conn, p.dialect)
-            with conn.cursor() as cur:
-                cur.execute(sql, params)
-                affected = cur.rowcount
-            ops = DEBEZIUM_OPS[kind]
-            if kind != "add_column" and affected != 1:
-                if not (kind == "update" and affected == 0 and self._read_row(conn, p, key)):
-                    conn.rollback()
-                    raise SandboxError(f"{kind} on {p.table.name} {key} changed {affected} rows, not 1",
-                                       "check that the key exists (and, for inserts, that it does not)")
-                ops = []  # MySQL counts only changed rows and logs no event for an update to the same values
+            ops = self._execute(conn, p, kind, key, sql, params)
             conn.commit()
             after = source_position(conn, p.dialect)
             values = self._read_row(conn, p, new_key or key) if kind not in ("delete", "add_column") else None
         finally:
             conn.close()
-        change = Change(seq=self.journal.next_seq(), kind=kind, table=p.table.name,
-                        topic=self.settings.topology.topic(p.captured.namespace, p.table.name),
-                        key=key, new_key=new_key, values=values, position=_range(before, after),
-                        debezium_ops=ops, at=dt.datetime.now(dt.timezone.utc).isoformat())
+        change = self._change(p, kind, key, new_key, ops)
+        change.values, change.position = values, _range(before, after)
         self.journal.append(change)
         return change
+
+    def _apply_in_transaction(self, p: Placement, kind: str, key: dict, sql: str, params: tuple, new_key) -> Change:
+        if p.dialect != self._open.placement.dialect:
+            raise SandboxError(f"{p.table.name} is not in the database of the open transaction "
+                               f"({self._open.placement.table.name})", "a transaction spans one source database")
+        ops = self._execute(self._open.conn, p, kind, key, sql, params)
+        change = self._change(p, kind, key, new_key, ops)
+        if kind not in ("delete", "add_column"):
+            change.values = self._read_row(self._open.conn, p, new_key or key)  # the transaction sees its own writes
+        self._open.changes.append(change)
+        return change
+
+    def _execute(self, conn, p: Placement, kind: str, key: dict, sql: str, params: tuple) -> list[str]:
+        """Run one change; returns the Debezium operations it causes."""
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            affected = cur.rowcount
+        if kind == "add_column" or affected == 1:
+            return list(DEBEZIUM_OPS[kind])
+        if kind == "update" and affected == 0 and self._read_row(conn, p, key):
+            return []  # MySQL counts only changed rows and logs no event for an update to the same values
+        conn.rollback()
+        raise SandboxError(f"{kind} on {p.table.name} {key} changed {affected} rows, not 1",
+                           "check that the key exists (and, for inserts, that it does not)")
+
+    def _change(self, p: Placement, kind: str, key: dict, new_key: dict | None, ops: list[str]) -> Change:
+        return Change(seq=self.journal.next_seq(), kind=kind, table=p.table.name,
+                      topic=self.settings.topology.topic(p.captured.namespace, p.table.name),
+                      key=key, new_key=new_key, debezium_ops=ops, at=dt.datetime.now(dt.timezone.utc).isoformat())
 
     def _where(self, p: Placement, key: dict) -> tuple[str, tuple]:
         return " AND ".join(f"{quote(p.dialect, c)} = %s" for c in key), tuple(key.values())
