@@ -13,13 +13,16 @@ from spark_jobs.job_config import JobConfig, TableSpec
 from tickit_data import get_table
 
 JOB_FILE = PROJECT_ROOT / "spark_jobs" / "cdc_hudi_job.py"
-POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog"}
+POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog", "sqlserver": "sqlserver"}
 
 
-def job_config(settings: Settings, lake: str | None = None, **options) -> JobConfig:
+def job_config(settings: Settings, lake: str | None = None, only: list[str] | None = None, **options) -> JobConfig:
+    """The job's config for this sandbox: every captured table, or `only` the named ones."""
     topology = settings.topology
     tables = []
     for captured in topology.tables:
+        if only is not None and captured.name not in only:
+            continue
         engine = topology.sources[captured.source].engine
         tables.append(TableSpec(topic=topology.topic(captured.namespace, captured.name), table=captured.name,
                                 key=get_table(captured.name).primary_key, position=POSITION_KIND[engine]))

@@ -15,11 +15,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import NamedTuple
 
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.tickit import Placement, connect, placements
-from tickit_data.ddl import MYSQL, POSTGRES, quote
+from sandbox.mssql import lsn_to_int as mssql_lsn_to_int
+from tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, quote
 from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column
 
 # Debezium operations each mutation kind produces (a key update is a delete of the old key and a create).
@@ -36,7 +38,7 @@ class Change:
     topic: str
     key: dict
     new_key: dict | None = None
-    values: dict | None = None  # the row after the change (insert, update, update_key), JSON-safe
+    values: dict | None = None  # the row after the change (insert, update, update_key), JSON-safe; add_column: column, type
     position: dict = field(default_factory=dict)
     debezium_ops: list[str] = field(default_factory=list)
     at: str = ""
@@ -50,6 +52,9 @@ class Change:
 
 
 def position_in(position: dict, event_value: dict) -> bool:
+    if "commit_lsn_from" in position:  # SQL Server
+        commit = mssql_lsn_to_int(event_value["__commit_lsn"])
+        return position["commit_lsn_from"] <= commit <= position["commit_lsn_to"]
     if "lsn_from" in position:
         return position["lsn_from"] <= event_value["__lsn"] <= position["lsn_to"]
     at = (event_value["__file"], event_value["__pos"])
@@ -140,9 +145,9 @@ class Mutator:
         p = self.placement(table)
         if logical_type not in LOGICAL_TYPES:
             raise SandboxError(f"unknown column type {logical_type!r}", "choose one of: " + ", ".join(LOGICAL_TYPES))
-        sql_type = _sql_type(p.dialect, LOGICAL_TYPES[logical_type])
-        sql = f"ALTER TABLE {p.name} ADD COLUMN IF NOT EXISTS {quote(p.dialect, column)} {sql_type} NULL"
-        return self._apply(p, "add_column", {}, sql, ())
+        sql_type = _sql_type(p.dialect, logical_type)
+        sql = _add_column_sql(p, column, sql_type)
+        return self._apply(p, "add_column", {}, sql, (), added={"column": column, "type": logical_type})
 
     # --- seeded random batches -----------------------------------------------------------------------------
     def random_batch(self, count: int, seed: int, tables: list[str] | None = None) -> list[Change]:
@@ -205,9 +210,14 @@ class Mutator:
             self._open = None
             conn.close()
 
-    def _apply(self, p: Placement, kind: str, key: dict, sql: str, params: tuple, new_key=None) -> Change:
+    def _apply(self, p: Placement, kind: str, key: dict, sql: str, params: tuple, new_key=None,
+               added: dict | None = None) -> Change:
+        """Run one change in a transaction of its own (or the open one) and journal it; `added` describes the
+        column an `add_column` adds."""
         if self._open is not None:
-            return self._apply_in_transaction(p, kind, key, sql, params, new_key)
+            change = self._apply_in_transaction(p, kind, key, sql, params, new_key)
+            change.values = added or change.values
+            return change
         conn = connect(self.settings, p)
         try:
             before = source_position(conn, p.dialect)
@@ -218,7 +228,7 @@ class Mutator:
         finally:
             conn.close()
         change = self._change(p, kind, key, new_key, ops)
-        change.values, change.position = values, _range(before, after)
+        change.values, change.position = added or values, _range(before, after)
         self.journal.append(change)
         return change
 
@@ -301,7 +311,8 @@ class Mutator:
                 low, high = cur.fetchone()
                 if low is None:
                     raise SandboxError(f"{p.table.name} is empty", "load TICKIT first: `sandbox load`")
-                cur.execute(f"SELECT * FROM {p.name} WHERE {column} >= %s ORDER BY {column} LIMIT 1",
+                top, limit = ("TOP 1 ", "") if p.dialect == SQLSERVER else ("", " LIMIT 1")
+                cur.execute(f"SELECT {top}* FROM {p.name} WHERE {column} >= %s ORDER BY {column}{limit}",
                             (rng.randint(low, high),))
                 names = [d[0] for d in cur.description]
                 return dict(zip(names, cur.fetchone()))
@@ -309,8 +320,17 @@ class Mutator:
             conn.close()
 
 
+class SqlServerLsn(NamedTuple):
+    """The end of a SQL Server database's log, as `sandbox.mssql.lsn_to_int` orders LSNs."""
+
+    lsn: int
+
+
 def source_position(conn, dialect: str) -> tuple:
     with conn.cursor() as cur:
+        if dialect == SQLSERVER:
+            cur.execute("SELECT log_end_lsn FROM sys.dm_db_log_stats(DB_ID())")
+            return SqlServerLsn(mssql_lsn_to_int(cur.fetchone()[0]))
         if dialect == POSTGRES:
             cur.execute("SELECT pg_current_wal_insert_lsn()::text")
             return (lsn_to_int(cur.fetchone()[0]),)
@@ -327,17 +347,32 @@ def lsn_to_int(lsn: str) -> int:
 
 
 def _range(before: tuple, after: tuple) -> dict:
+    if isinstance(before, SqlServerLsn):  # Debezium's events carry the commit LSN
+        return {"commit_lsn_from": before.lsn, "commit_lsn_to": after.lsn}
     if len(before) == 1:
         return {"lsn_from": before[0], "lsn_to": after[0]}
     return {"file_from": before[0], "pos_from": before[1], "file_to": after[0], "pos_to": after[1]}
 
 
-def _sql_type(dialect: str, logical: str) -> str:
+def _add_column_sql(p: Placement, column: str, sql_type: str) -> str:
+    name = quote(p.dialect, column)
+    if p.dialect == SQLSERVER:
+        # SQL Server CDC keeps capturing the columns it was enabled with; a new column needs a new capture instance.
+        return f"IF COL_LENGTH(N'{p.name}', N'{column}') IS NULL ALTER TABLE {p.name} ADD {name} {sql_type} NULL"
+    return f"ALTER TABLE {p.name} ADD COLUMN IF NOT EXISTS {name} {sql_type} NULL"
+
+
+def added_column(name: str, logical_type: str) -> Column:
+    """The column `add_column` adds for a logical type name (text is varchar(100), decimal is decimal(8,2))."""
+    logical = LOGICAL_TYPES[logical_type]
+    return Column(name, logical, max_length=100 if logical == STR else None,
+                  precision=8 if logical == DECIMAL else None, scale=2 if logical == DECIMAL else None)
+
+
+def _sql_type(dialect: str, logical_type: str) -> str:
     from tickit_data.ddl import column_type
 
-    column = Column("x", logical, max_length=100 if logical == STR else None,
-                    precision=8 if logical == DECIMAL else None, scale=2 if logical == DECIMAL else None)
-    return column_type(dialect, column)
+    return column_type(dialect, added_column("x", logical_type))
 
 
 def random_value(column: Column, rng: random.Random):

@@ -1,14 +1,22 @@
-"""The pipeline as tests drive it: a Spark session running the Hudi job in-process, and silver read back."""
+"""The pipeline as tests drive it: a Spark session running the Hudi job in-process, and silver read back.
+
+The job runs either a run at a time (`run_once`: everything in Kafka now, then stop) or continuously
+(`start_continuous`: micro-batches every trigger interval until stopped). Either way `wait_for_positions` returns
+once each table's silver has committed a given source position.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
 
 from sandbox import job
 from sandbox.config import Settings
+from sandbox.errors import SandboxError
 from sandbox.tickit import normalized_rows
+from sandbox.wait import wait_until
 from spark_jobs import cdc_hudi_job, queries
 from spark_jobs.job_config import JobConfig
 from spark_jobs.session import spark_session
@@ -22,6 +30,8 @@ class Pipeline:
     spark: object
     reports: list[str] = field(default_factory=list)
     owns_session: bool = True
+    query: object = None  # the streaming query while running continuously
+    paused: bool = False
 
     @classmethod
     def start(cls, settings: Settings, lake: str, **options) -> "Pipeline":
@@ -36,17 +46,71 @@ class Pipeline:
                         owns_session=False)
 
     def stop(self) -> None:
+        self.stop_continuous()
         if self.owns_session:
             self.spark.stop()
 
+    # --- running the job -----------------------------------------------------------------------------------
     def run_once(self) -> list[dict]:
         """Process everything in Kafka now; returns the batch summaries of this run."""
-        import json
-
         before = len(self.reports)
         cdc_hudi_job.run(self.spark, self.config, once=True, report=self.reports.append)
         return [json.loads(line) for line in self.reports[before:]]
 
+    def start_continuous(self) -> None:
+        if self.query is None:
+            self.query = cdc_hudi_job.start(self.spark, self.config, once=False, report=self.reports.append)
+
+    def stop_continuous(self) -> None:
+        if self.query is not None:
+            self.query.stop()
+            self.query = None
+
+    def restart(self) -> None:
+        """Stop the job and start it again from its checkpoint (a run-at-a-time job starts from it every run)."""
+        if self.query is not None:
+            self.stop_continuous()
+            self.start_continuous()
+
+    def wait_for_positions(self, targets: dict[str, int], timeout: float) -> dict[str, queries.Commit]:
+        """Wait until each table's latest commit holds its target source position; returns those commits."""
+        reached: dict[str, queries.Commit] = {}
+
+        def all_reached() -> bool:
+            if self.query is None and not self.paused:
+                self.run_once()
+            elif self.query is not None and self.query.exception() is not None:
+                raise SandboxError(f"the continuous job failed: {self.query.exception()}", "see the Spark log above")
+            for table, target in targets.items():
+                if table not in reached:
+                    commit = self.first_commit_at(table, target)
+                    if commit is not None:
+                        reached[table] = commit
+            return len(reached) == len(targets)
+
+        if self.paused and targets:
+            raise SandboxError("the pipeline is paused", "resume it before waiting for it to reach a position")
+        waiting = ", ".join(f"{t} at {p}" for t, p in targets.items() if t not in reached)
+        wait_until(all_reached, timeout, f"silver to commit source positions ({waiting})",
+                   "the job may be skipping a table or failing; see its batch summaries: "
+                   + "; ".join(self.reports[-3:]), interval=0.5)
+        return reached
+
+    def first_commit_at(self, table: str, target: int) -> queries.Commit | None:
+        """The earliest commit of the table whose source position reaches `target`."""
+        if not self._table_exists(table):
+            return None
+        for commit in self.timeline(table):
+            if commit.max_source_position is not None and commit.max_source_position >= target:
+                return commit
+        return None
+
+    def _table_exists(self, table: str) -> bool:
+        jvm = self.spark._jvm
+        path = jvm.org.apache.hadoop.fs.Path(f"{self.path(table)}/.hoodie")
+        return path.getFileSystem(self.spark._jsc.hadoopConfiguration()).exists(path)
+
+    # --- reading silver ------------------------------------------------------------------------------------
     def path(self, table: str) -> str:
         return self.config.silver_path(table)
 

@@ -1,0 +1,298 @@
+"""The oracle: what the silver tables must hold after each round of source changes, checked through two readers.
+
+A round is everything the mutation journal recorded since the previous round. The oracle waits until the pipeline
+has committed each touched table up to the source position of the round's last change, reads the changed keys
+back from the source, and records the expected state for that commit. It then asserts exact typed equality of
+  - the latest silver snapshot with the expected state (which is the source table's state),
+  - time travel to the round's commit with the state recorded for it,
+  - an incremental read from the previous recorded commit to this one with the rows changed in between,
+each through Spark and through hudi-rs, and the two readers with each other. `verify_history()` repeats the time
+travel and incremental checks for every recorded commit and compares the latest snapshot with a full read of
+the source.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+
+from sandbox.config import Settings
+from sandbox.errors import SandboxError
+from sandbox.mutations import Change, Mutator, added_column, random_value
+from sandbox.silver import Rows, RustSilver, Shape, SparkSilver
+from sandbox.tickit import Placement, connect
+from spark_jobs.decode import BINLOG_FILE_FACTOR, BINLOG_POS_FACTOR
+from spark_jobs.queries import Commit
+from tickit_data.ddl import quote
+from tickit_data.schema import get_table
+
+MAX_DIFF_LINES = 25
+
+
+class OracleMismatch(AssertionError):
+    """Silver differs from what the source says it must hold, or the two readers disagree."""
+
+
+@dataclass
+class RunStats:
+    """What the oracles of one test run checked (printed in the run's summary)."""
+
+    tables: set[str] = field(default_factory=set)
+    rounds: int = 0
+    rows_compared: int = 0
+    snapshots: int = 0
+    time_travel_instants: set[tuple[str, str]] = field(default_factory=set)
+    incremental_ranges: int = 0
+    seconds_waiting: float = 0.0
+    seconds_by_reader: dict[str, float] = field(default_factory=dict)
+
+
+RUN_STATS = RunStats()
+
+
+@dataclass
+class Recorded:
+    """A commit the oracle recorded an expected state for."""
+
+    table: str
+    label: str
+    commit: Commit
+    shape: Shape  # the table's columns at this commit
+    state: dict[tuple, tuple]
+    changed: set[tuple]  # keys with a change event since the table's previous recorded commit
+
+
+def position_floor(change: Change) -> int:
+    """The lowest job `_source_position` an event of this change can have (the position before it began)."""
+    position = change.position
+    if "lsn_from" in position:
+        return position["lsn_from"]
+    file_number = int(position["file_from"].rsplit(".", 1)[-1])
+    return file_number * BINLOG_FILE_FACTOR + position["pos_from"] * BINLOG_POS_FACTOR
+
+
+class Oracle:
+    def __init__(self, settings: Settings, pipeline, mutator: Mutator, timeout: float = 240,
+                 stats: RunStats = RUN_STATS):
+        self.settings, self.pipeline, self.mutator, self.timeout = settings, pipeline, mutator, timeout
+        self.readers = [SparkSilver(pipeline.spark, pipeline.config), RustSilver(pipeline.config)]
+        self.stats = stats
+        self.shapes: dict[str, Shape] = {}
+        self.states: dict[str, dict[tuple, tuple]] = {}
+        self.pending: dict[str, set[tuple]] = {}
+        self.recorded: dict[str, list[Recorded]] = {}
+        self.next_seq = mutator.journal.next_seq()
+
+    # --- rounds --------------------------------------------------------------------------------------------
+    def track(self, tables: list[str], label: str = "baseline") -> dict[str, Recorded]:
+        """Start following these tables: change one row of each (so the round has a source position to wait
+        for), then record and check the whole table."""
+        for table in tables:
+            self._marker_change(table)
+        new = [t for t in tables if t not in self.shapes]
+        for table in new:
+            self.shapes[table] = Shape(get_table(table))
+            self.pending[table] = set()
+            self.recorded[table] = []
+        for table in new:
+            self.states[table] = self._source_rows(table)
+        return self.round(label)
+
+    def round(self, label: str = "") -> dict[str, Recorded]:
+        """Wait for the pipeline to reach the journal's latest changes, record the expected state, check it."""
+        changes = self._new_changes()
+        label = label or f"round {self.stats.rounds + 1}"
+        targets = self._apply(changes)
+        started = time.monotonic()
+        commits = self.pipeline.wait_for_positions(targets, self.timeout)
+        self.stats.seconds_waiting += time.monotonic() - started
+        recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
+        for entry in recorded.values():
+            self._check_round(entry)
+        self.stats.rounds += 1
+        return recorded
+
+    def verify_history(self) -> None:
+        """Time travel to every recorded commit and the incremental reads between them; the latest snapshot
+        against a full read of the source."""
+        for table, entries in self.recorded.items():
+            for previous, entry in zip([None, *entries], entries):
+                self._check("time travel", entry, lambda r, e=entry: r.as_of(e.shape, e.commit), entry.state)
+                if previous is not None:
+                    self._check_changes(previous, entry)
+            latest = entries[-1]
+            rows = read_source(self.settings, self.mutator.placement(table), latest.shape)
+            source = {latest.shape.key_of(row): row for row in rows}
+            self._check("snapshot vs source", latest, lambda r: r.snapshot(latest.shape), source)
+
+    def commit_of(self, table: str, label: str) -> Recorded:
+        for entry in self.recorded.get(table, []):
+            if entry.label == label:
+                return entry
+        raise SandboxError(f"no recorded commit {label!r} for {table}",
+                           "labels: " + ", ".join(e.label for e in self.recorded.get(table, [])))
+
+    # --- the expected state --------------------------------------------------------------------------------
+    def _new_changes(self) -> list[Change]:
+        changes = [c for c in self.mutator.journal.entries() if c.seq >= self.next_seq]
+        if changes:
+            self.next_seq = changes[-1].seq + 1
+        return changes
+
+    def _apply(self, changes: list[Change]) -> dict[str, int]:
+        """Fold the changes into the expected state; returns the source position to wait for per table."""
+        targets: dict[str, int] = {}
+        for change in changes:
+            if change.table not in self.shapes:
+                continue
+            if change.kind == "add_column":
+                self._add_column(change)
+                continue
+            if change.debezium_ops:
+                targets[change.table] = position_floor(change)
+                for key in (change.key, change.new_key):
+                    if key:
+                        self.pending[change.table].add(tuple(key[k] for k in self.shapes[change.table].table.primary_key))
+        for table, keys in self.pending.items():
+            if keys and table in targets:
+                self._refresh(table, keys)
+        return targets
+
+    def _add_column(self, change: Change) -> None:
+        shape = self.shapes[change.table]
+        name, logical = change.values["column"], change.values["type"]
+        if name in shape.columns:
+            return
+        column = added_column(name, logical)
+        self.shapes[change.table] = Shape(replace(shape.table, columns=(*shape.table.columns, column)))
+        self.states[change.table] = {k: (*row, None) for k, row in self.states[change.table].items()}
+
+    def _refresh(self, table: str, keys: set[tuple]) -> None:
+        state = self.states[table]
+        fresh = self._source_rows(table, keys)
+        for key in keys:
+            if key in fresh:
+                state[key] = fresh[key]
+            else:
+                state.pop(key, None)
+
+    def _source_rows(self, table: str, keys: set[tuple] | None = None) -> dict[tuple, tuple]:
+        shape = self.shapes[table]
+        placement = self.mutator.placement(table)
+        rows = read_source(self.settings, placement, shape, keys)
+        return {shape.key_of(row): row for row in rows}
+
+    def _record(self, table: str, label: str, commit: Commit) -> Recorded:
+        entry = Recorded(table, label, commit, self.shapes[table], dict(self.states[table]), set(self.pending[table]))
+        self.pending[table] = set()
+        self.recorded[table].append(entry)
+        self.stats.tables.add(table)
+        return entry
+
+    def _marker_change(self, table: str) -> Change:
+        rng = random.Random(uuid.uuid4().int)
+        row = self.mutator.sample_row(table, rng)
+        column = self.mutator.changeable_columns(table)[0]
+        value = row[column.name]
+        while value == row[column.name] or value is None:
+            value = random_value(column, rng)
+        placement = self.mutator.placement(table)
+        return self.mutator.update(table, {k: row[k] for k in placement.table.primary_key}, {column.name: value})
+
+    # --- the checks ----------------------------------------------------------------------------------------
+    def _check_round(self, entry: Recorded) -> None:
+        self._check("snapshot", entry, lambda r: r.snapshot(entry.shape), entry.state)
+        self._check("time travel", entry, lambda r: r.as_of(entry.shape, entry.commit), entry.state)
+        entries = self.recorded[entry.table]
+        if len(entries) > 1:
+            self._check_changes(entries[-2], entry)
+
+    def _check_changes(self, previous: Recorded, entry: Recorded) -> None:
+        shape = entry.shape
+        expected = {key: entry.state.get(key) for key in entry.changed}
+        if self.pipeline.config.hard_deletes:
+            expected = {key: row for key, row in expected.items() if row is not None}
+        self._check(f"incremental after {previous.commit.instant}", entry,
+                    lambda r: r.changes(shape, previous.commit, entry.commit), expected, live_only=False)
+        self.stats.incremental_ranges += 1
+
+    def _check(self, what: str, entry: Recorded, read, expected: Rows, live_only: bool = True) -> None:
+        shape = entry.shape
+        actual_by_reader = {}
+        for reader in self.readers:
+            started = time.monotonic()
+            actual = read(reader)
+            self.stats.seconds_by_reader[reader.name] = \
+                self.stats.seconds_by_reader.get(reader.name, 0.0) + time.monotonic() - started
+            actual_by_reader[reader.name] = {k: v for k, v in actual.items() if v is not None} if live_only else actual
+            self.stats.rows_compared += len(expected)
+        if what.startswith("time travel"):
+            self.stats.time_travel_instants.add((entry.table, entry.commit.instant))
+        elif what.startswith("snapshot"):
+            self.stats.snapshots += 1
+        problems = []
+        names = list(actual_by_reader)
+        first, second = (actual_by_reader[n] for n in names)
+        if first != second:
+            problems.append(f"{names[0]} and {names[1]} disagree ({names[0]} = expected, {names[1]} = actual):\n"
+                            + "\n".join(diff_rows(shape, first, second)))
+        for name, actual in actual_by_reader.items():
+            if actual != expected:
+                problems.append(f"{name}:\n" + "\n".join(diff_rows(shape, expected, actual)))
+        if problems:
+            raise OracleMismatch(f"silver {entry.table}, {what}, commit {entry.commit.instant} "
+                                 f"(round {entry.label!r}, source position {entry.commit.max_source_position}):\n"
+                                 + "\n".join(problems))
+
+
+def diff_rows(shape: Shape, expected: Rows, actual: Rows) -> list[str]:
+    """Readable differences: one line per missing or extra key and per differing column."""
+    lines = []
+    for key in sorted(set(expected) | set(actual), key=repr):
+        want, got = expected.get(key, "absent"), actual.get(key, "absent")
+        if want == got:
+            continue
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(shape.table.primary_key, key))
+        if isinstance(want, str) or isinstance(got, str) or want is None or got is None:
+            lines.append(f"  key {shown}: expected {_describe(want)}, actual {_describe(got)}")
+            continue
+        if len(want) != len(got):
+            lines.append(f"  key {shown}: expected {len(want)} columns {want!r}, actual {len(got)} columns {got!r}")
+            continue
+        for column, a, b in zip(shape.columns, want, got):
+            if a != b:
+                lines.append(f"  key {shown}: column {column}: expected {a!r}, actual {b!r}")
+    total = len(lines)
+    if total > MAX_DIFF_LINES:
+        lines = lines[:MAX_DIFF_LINES] + [f"  ... and {total - MAX_DIFF_LINES} more differences"]
+    return lines
+
+
+def _describe(row) -> str:
+    if row == "absent":
+        return "no row"
+    if row is None:
+        return "deleted"
+    return "row " + repr(row)
+
+
+def read_source(settings: Settings, placement: Placement, shape: Shape, keys: set[tuple] | None = None) -> list[tuple]:
+    """The source table's rows in the compared columns (all rows, or those with the given keys)."""
+    columns = ", ".join(quote(placement.dialect, c) for c in shape.columns)
+    sql = f"SELECT {columns} FROM {placement.name}"
+    params: tuple = ()
+    if keys is not None:
+        if not keys:
+            return []
+        (pk,) = shape.table.primary_key
+        sql += f" WHERE {quote(placement.dialect, pk)} IN ({', '.join(['%s'] * len(keys))})"
+        params = tuple(k[0] for k in keys)
+    conn = connect(settings, placement)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            return [shape.normalize(row) for row in cur.fetchall()]
+    finally:
+        conn.close()

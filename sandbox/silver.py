@@ -1,0 +1,135 @@
+"""The silver tables as two independent readers see them: Spark's Hudi datasource and hudi-rs (the Rust
+implementation of Hudi, `hudi` on PyPI).
+
+Both give a table as {primary key: row}, the row in the compared columns and Python types; a soft-deleted key maps
+to None. The oracle compares each reader with the expected state, and the two readers with each other.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import pyarrow as pa
+
+from spark_jobs import queries
+from spark_jobs.queries import Commit
+from tickit_data.schema import BOOL, Table
+
+Rows = dict[tuple, "tuple | None"]
+META_COLUMNS = ("__deleted", "_hoodie_commit_time")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What is compared of a table: its columns (the schema's plus any added while the test ran) and its key."""
+
+    table: Table
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+    @property
+    def columns(self) -> list[str]:
+        return self.table.column_names
+
+    def key_of(self, row: tuple) -> tuple:
+        return tuple(row[self.columns.index(k)] for k in self.table.primary_key)
+
+    def normalize(self, values) -> tuple:
+        """One row as the source's Python types: booleans from 0/1, char(n) without padding, naive UTC times."""
+        out = []
+        for column, value in zip(self.table.columns, values):
+            if value is not None:
+                if column.type == BOOL:
+                    value = bool(value)
+                elif column.fixed_length:
+                    value = value.rstrip(" ")
+                elif isinstance(value, dt.datetime) and value.tzinfo is not None:
+                    value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            out.append(value)
+        return tuple(out)
+
+    def rows(self, records) -> Rows:
+        """(compared columns..., __deleted, _hoodie_commit_time) records -> {key: row or None}, the latest commit
+        winning when a reader returns a key more than once."""
+        latest: dict[tuple, tuple[str, tuple | None]] = {}
+        width = len(self.columns)
+        for record in records:
+            row = self.normalize(record[:width])
+            deleted, commit_time = record[width], record[width + 1]
+            key = self.key_of(row)
+            if key not in latest or commit_time > latest[key][0]:
+                latest[key] = (commit_time, None if deleted == "true" else row)
+        return {key: row for key, (_, row) in latest.items()}
+
+
+class SparkSilver:
+    """Silver through Spark (the reader the job's users query with)."""
+
+    name = "spark"
+
+    def __init__(self, spark, config):
+        self.spark, self.config = spark, config
+
+    def snapshot(self, shape: Shape) -> Rows:
+        return self._rows(shape, queries.snapshot(self.spark, self.config.silver_path(shape.name)))
+
+    def as_of(self, shape: Shape, commit: Commit) -> Rows:
+        return self._rows(shape, queries.time_travel(self.spark, self.config.silver_path(shape.name), commit.instant))
+
+    def changes(self, shape: Shape, after: Commit, until: Commit) -> Rows:
+        frame = queries.incremental(self.spark, self.config.silver_path(shape.name), after.completed, until.completed)
+        return self._rows(shape, frame)
+
+    def _rows(self, shape: Shape, frame) -> Rows:
+        present = set(frame.columns)
+        columns = [f"`{c}`" if c in present else f"NULL AS `{c}`" for c in [*shape.columns, *META_COLUMNS]]
+        return shape.rows(tuple(r) for r in frame.selectExpr(*columns).collect())
+
+
+class RustSilver:
+    """Silver through hudi-rs: no JVM, no Spark, an implementation of the table format of its own."""
+
+    name = "hudi-rs"
+
+    def __init__(self, config):
+        self.config = config
+        self.storage = {"aws_access_key_id": config.s3_access_key or "", "aws_secret_access_key":
+                        config.s3_secret_key or "", "aws_region": "us-east-1"}
+        if config.s3_endpoint:
+            self.storage |= {"aws_endpoint_url": config.s3_endpoint, "aws_allow_http": "true"}
+
+    def _table(self, shape: Shape):
+        from hudi import HudiTableBuilder
+
+        uri = urlparse(self.config.silver_path(shape.name))
+        base = f"s3://{uri.netloc}{uri.path}" if uri.scheme in ("s3a", "s3n") else uri.geturl()
+        return HudiTableBuilder.from_base_uri(base).with_storage_options(self.storage).build()
+
+    def snapshot(self, shape: Shape) -> Rows:
+        return self._rows(shape, self._table(shape).read())
+
+    def as_of(self, shape: Shape, commit: Commit) -> Rows:
+        from hudi import HudiReadOptions
+
+        return self._rows(shape, self._table(shape).read(HudiReadOptions().with_as_of_timestamp(commit.instant)))
+
+    def changes(self, shape: Shape, after: Commit, until: Commit) -> Rows:
+        """hudi-rs selects the commits whose completion time lies in (start, end]."""
+        from hudi import HudiQueryType, HudiReadOptions
+
+        options = HudiReadOptions().with_query_type(HudiQueryType.Incremental) \
+            .with_start_timestamp(after.completed).with_end_timestamp(until.completed)
+        return self._rows(shape, self._table(shape).read(options))
+
+    def _rows(self, shape: Shape, batches) -> Rows:
+        if not batches:
+            return {}
+        table = pa.Table.from_batches(batches)
+        columns = []
+        for name in [*shape.columns, *META_COLUMNS]:
+            columns.append(table.column(name).to_pylist() if name in table.column_names else [None] * table.num_rows)
+        return shape.rows(zip(*columns))
