@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from sandbox import job, tickit, tickit_download
-from sandbox.backends import native
+from sandbox.backends import compose, native, select
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.mutations import Mutator
@@ -32,6 +32,11 @@ def _report(name: str, outcome: str) -> None:
     console.print(f"  [bold]{name:<22}[/bold] {outcome}")
 
 
+def _backend(settings: Settings):
+    """The backend module running this sandbox (what `sandbox up` recorded, or SANDBOX_BACKEND)."""
+    return compose if settings.backend == "compose" else native
+
+
 def _fail(exc: SandboxError) -> None:
     console.print(f"[red]error:[/red] {exc.message}", highlight=False)
     if exc.hint:
@@ -42,12 +47,14 @@ def _fail(exc: SandboxError) -> None:
 @app.command()
 def up(skip_install: bool = typer.Option(False, help="Do not check or install packages, jars or LocalStack.")):
     """Install what is missing, start every service, register the connectors, print the status."""
-    settings = Settings.load()
     started = time.monotonic()
-    console.print(f"[bold]sandbox up[/bold] (native backend, state in {settings.state_dir})")
     try:
+        choice = select.choose(Settings.load())
+        settings = select.settings_for(choice)
+        console.print(f"[bold]sandbox up[/bold]: {choice.describe()}, state in {settings.state_dir}", highlight=False)
         with console.status("working…"):
-            native.up(settings, _report, skip_install=skip_install)
+            _backend(settings).up(settings, _report, skip_install=skip_install)
+            settings.record_backend()
     except SandboxError as exc:
         _fail(exc)
     console.print(f"ready in {time.monotonic() - started:.1f} s")
@@ -56,9 +63,12 @@ def up(skip_install: bool = typer.Option(False, help="Do not check or install pa
 
 @app.command()
 def down():
-    """Stop every service; data stays in the state directory."""
-    settings = Settings.load()
-    native.down(settings, _report)
+    """Stop every service; data stays in the state directory (on compose: in the volumes)."""
+    try:
+        settings = Settings.load()
+        _backend(settings).down(settings, _report)
+    except SandboxError as exc:
+        _fail(exc)
 
 
 @app.command()
@@ -71,7 +81,7 @@ def status():
 
 
 def _print_status(settings: Settings) -> None:
-    statuses, connectors = native.status(settings)
+    statuses, connectors = _backend(settings).status(settings)
     table = Table(title="services")
     for column in ("service", "state", "address", "pid", "version"):
         table.add_column(column)
@@ -254,6 +264,8 @@ def logs(service: str, lines: int = typer.Option(50, "-n", help="How many lines 
     """Print the log of one service."""
     settings = Settings.load()
     try:
+        if settings.backend == "compose":
+            sys.exit(compose.logs(settings, service, lines, follow))
         svc = native.service(settings, service)
     except SandboxError as exc:
         _fail(exc)
@@ -269,7 +281,12 @@ def reset(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask.")):
     settings = Settings.load()
     if not yes and not typer.confirm(f"delete {settings.state_dir} and all data in it?"):
         raise typer.Exit(1)
-    native.down(settings, _report)
+    try:
+        _backend(settings).down(settings, _report)
+        if settings.backend == "compose":
+            compose.reset(settings, _report)
+    except SandboxError as exc:
+        _fail(exc)
     shutil.rmtree(settings.state_dir, ignore_errors=True)
     console.print(f"removed {settings.state_dir}")
 

@@ -9,8 +9,12 @@ brought up (`<state>/ports.json`), then the default. Environment variables:
   `APICURIO`, `LOCALSTACK`)
 - `SANDBOX_<SERVICE>_HOST`  makes the service external: the sandbox does not start it and connects there
 - `SANDBOX_<SERVICE>_USER` / `SANDBOX_<SERVICE>_PASSWORD`  credentials of an external database
+- `SANDBOX_BACKEND`     `native` or `compose` (default: what `sandbox up` chose and recorded in `<state>/backend`,
+  else compose when a Docker engine answers, native otherwise)
+- `SANDBOX_MSSQL_DSN`   `mssql://user:password@host:1433/tickit`: an external SQL Server for the `mssql` source
 
-Natively there is no SQL Server: the tables of the `mssql` source live on its declared stand-in (Postgres).
+Natively there is no SQL Server unless `SANDBOX_MSSQL_DSN` names one: the tables of the `mssql` source then live on
+its declared stand-in (Postgres). On compose they live in the SQL Server container.
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ DEFAULT_PORTS = {
     "connect": 8083,
     "apicurio": 8080,
     "localstack": 4566,
+    "mssql": 1433,
 }
 SERVICES = ("postgres", "mysql", "kafka", "connect", "apicurio", "localstack")
+BACKENDS = ("native", "compose")
 
 
 @dataclass(frozen=True)
@@ -91,12 +97,17 @@ class Topology:
         return [self.topic(src.namespaces[0], self.probe_table) for src in self.sources.values()]
 
 
-def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None) -> Topology:
-    """Read the topology; sources not in `available` hand their tables to their declared stand-in."""
+def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
+                  engines: dict[str, str] | None = None) -> Topology:
+    """Read the topology; sources not in `available` hand their tables to their declared stand-in.
+
+    `engines` replaces the engine of some sources (compose runs MySQL 8 where the native backend runs MariaDB).
+    """
     try:
         raw = yaml.safe_load(path.read_text())
         specs = raw["sources"]
-        sources = {name: _source(name, spec) for name, spec in specs.items()}
+        sources = {name: _source(name, spec | {"engine": (engines or {}).get(name, spec["engine"])})
+                   for name, spec in specs.items()}
         for name, spec in specs.items():
             if available is not None and name not in available:
                 sources = _hand_over(sources, name, spec["stand_in"])
@@ -144,24 +155,30 @@ class Settings:
     topology: Topology
     external_hosts: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    backend: str | None = None  # native | compose; None until `sandbox up` has chosen one
 
     @classmethod
-    def load(cls, env: dict[str, str] | None = None) -> "Settings":
+    def load(cls, env: dict[str, str] | None = None, backend: str | None = None) -> "Settings":
+        """`backend` overrides SANDBOX_BACKEND and the recorded choice (used once `sandbox up` has chosen)."""
         env = dict(os.environ if env is None else env)
         state_dir = Path(env.get("SANDBOX_STATE_DIR", PROJECT_ROOT / ".sandbox")).resolve()
         tools_dir = Path(env.get("SANDBOX_TOOLS_DIR", PROJECT_ROOT / ".tools")).resolve()
+        backend = backend or _backend_from_env(env) or _read_recorded_backend(state_dir)
         recorded = _read_recorded_ports(state_dir)
         ports = {name: _port_from_env(env, name, recorded.get(name, default)) for name, default in DEFAULT_PORTS.items()}
         external = {
             name: env[f"SANDBOX_{name.upper()}_HOST"] for name in SERVICES if env.get(f"SANDBOX_{name.upper()}_HOST")
         }
-        if env.get("SANDBOX_MSSQL_DSN"):
-            raise SandboxError("SANDBOX_MSSQL_DSN is set, but this version of the native backend cannot use an "
-                               "external SQL Server yet",
-                               "unset it: crm.user then lives in Postgres schema crm (a declared stand-in)")
-        topology = load_topology(available={"postgres", "mysql"})
+        available = {"postgres", "mysql"}
+        if env.get("SANDBOX_MSSQL_DSN") and backend != "compose":
+            _use_external_mssql(env, ports, external)
+            available.add("mssql")
+        if backend == "compose":
+            available.add("mssql")
+        engines = {"mysql": "mysql"} if backend == "compose" else None
+        topology = load_topology(available=available, engines=engines)
         return cls(state_dir=state_dir, tools_dir=tools_dir, ports=ports, external_hosts=external,
-                   topology=topology, env=env)
+                   topology=topology, env=env, backend=backend)
 
     def endpoint(self, service: str) -> Endpoint:
         host = self.external_hosts.get(service, LOCALHOST)
@@ -182,6 +199,11 @@ class Settings:
         """Pin the ports of this sandbox so later commands (status, tests, down) find the same services."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "ports.json").write_text(json.dumps(self.ports, indent=2, sort_keys=True) + "\n")
+
+    def record_backend(self) -> None:
+        """Remember which backend runs this sandbox, so later commands (status, down, logs) use the same one."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        (self.state_dir / "backend").write_text(f"{self.backend}\n")
 
     # Paths inside the state directory.
     def data_dir(self, service: str) -> Path:
@@ -208,6 +230,31 @@ class Settings:
     @property
     def localstack_venv(self) -> Path:
         return self.tools_dir / "localstack-venv"
+
+
+def _backend_from_env(env: dict[str, str]) -> str | None:
+    chosen = env.get("SANDBOX_BACKEND", "").strip().lower()
+    if chosen and chosen not in BACKENDS:
+        raise SandboxError(f"SANDBOX_BACKEND={chosen!r} is not a backend",
+                           "use SANDBOX_BACKEND=native or SANDBOX_BACKEND=compose, or unset it to choose automatically")
+    return chosen or None
+
+
+def _read_recorded_backend(state_dir: Path) -> str | None:
+    path = state_dir / "backend"
+    recorded = path.read_text().strip() if path.exists() else ""
+    return recorded if recorded in BACKENDS else None
+
+
+def _use_external_mssql(env: dict[str, str], ports: dict[str, int], external: dict[str, str]) -> None:
+    """SANDBOX_MSSQL_DSN makes SQL Server an external service; its login is that of the DSN."""
+    from sandbox.mssql import parse_dsn
+
+    dsn = parse_dsn(env["SANDBOX_MSSQL_DSN"])
+    external["mssql"] = dsn.host
+    ports["mssql"] = dsn.port
+    env.setdefault("SANDBOX_MSSQL_USER", dsn.user)
+    env.setdefault("SANDBOX_MSSQL_PASSWORD", dsn.password)
 
 
 def _read_recorded_ports(state_dir: Path) -> dict[str, int]:

@@ -2,14 +2,17 @@
 Kafka Connect REST API, and waited on until they and their tasks run.
 
 `common.json` holds what every connector shares (topic prefix, Apicurio Avro converters, envelope flattening);
-`<engine>.json` adds the engine's part. `{{name}}` placeholders are filled from the topology and the endpoints.
-Passwords stay out of the configs: they are `${file:...}` references resolved by the worker.
+`<engine>.json` adds the engine's part. `{{name}}` placeholders are filled from the topology and the endpoints
+as the Kafka Connect worker sees them (`WorkerView`: the sandbox's own addresses natively, container names inside
+the Docker network on compose). Passwords stay out of the configs: they are `${file:...}` references resolved by
+the worker.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 import requests
 
@@ -20,6 +23,24 @@ from sandbox.wait import wait_until
 
 TEMPLATE_DIR = PROJECT_ROOT / "fixtures" / "connectors"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+# MySQL 8 (compose) shares the MariaDB template (the same binlog settings) and replaces its connector class.
+TEMPLATE_LAYERS = {"mysql": ("mariadb", "mysql")}
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    """The addresses and the credentials file as the Kafka Connect worker reaches them."""
+
+    hosts: dict[str, tuple[str, int]]  # source service -> (host, port)
+    kafka_bootstrap: str
+    registry_url: str
+    secrets_file: str
+
+
+def native_view(settings: Settings) -> WorkerView:
+    """Natively the worker runs on this machine and sees what the sandbox sees."""
+    hosts = {name: (settings.endpoint(name).host, settings.endpoint(name).port) for name in settings.topology.sources}
+    return WorkerView(hosts, settings.endpoint("kafka").address, settings.registry_api_url, str(settings.secrets_file))
 
 
 def render(template: dict[str, str], values: dict[str, object]) -> dict[str, str]:
@@ -35,22 +56,25 @@ def render(template: dict[str, str], values: dict[str, object]) -> dict[str, str
     return {key: fill(value) for key, value in template.items()}
 
 
-def connector_config(settings: Settings, source: Source) -> dict[str, str]:
-    endpoint = settings.endpoint(source.name)
+def connector_config(settings: Settings, source: Source, view: WorkerView | None = None) -> dict[str, str]:
+    view = view or native_view(settings)
+    host, port = view.hosts[source.name]
     capture = login(settings, source.name, "debezium")
     values = {
         "topic_prefix": settings.topology.topic_prefix,
-        "apicurio_url": settings.registry_api_url,
-        "kafka_bootstrap": settings.endpoint("kafka").address,
-        "host": endpoint.host,
-        "port": endpoint.port,
+        "apicurio_url": view.registry_url,
+        "kafka_bootstrap": view.kafka_bootstrap,
+        "host": host,
+        "port": port,
         "user": capture.user,
         "password_key": capture.password_key,
-        "secrets_file": settings.secrets_file,
+        "secrets_file": view.secrets_file,
         "database": source.database,
         "schemas": ",".join(source.namespaces),
     }
-    template = _load("common") | _load(source.engine)
+    template = _load("common")
+    for layer in TEMPLATE_LAYERS.get(source.engine, (source.engine,)):
+        template |= _load(layer)
     return render(template, values)
 
 
@@ -117,11 +141,11 @@ def connector_states(status: dict) -> list[str]:
     return [status.get("connector", {}).get("state", "")] + [t.get("state", "") for t in status.get("tasks", [])]
 
 
-def register_all(settings: Settings) -> list[str]:
+def register_all(settings: Settings, view: WorkerView | None = None) -> list[str]:
     client = ConnectClient(settings.url("connect"))
     names = []
     for source in settings.topology.sources.values():
-        client.put_config(source.connector, connector_config(settings, source))
+        client.put_config(source.connector, connector_config(settings, source, view))
         names.append(source.connector)
     for name in names:
         client.wait_running(name)

@@ -12,14 +12,18 @@ from pathlib import Path
 
 from sandbox.config import Settings
 
-DATABASES = ("postgres", "mysql")
+DATABASES = ("postgres", "mysql", "mssql")
 ROLES = ("admin", "debezium")
 DEFAULT_USERS = {
     ("postgres", "admin"): "sandbox",
     ("postgres", "debezium"): "debezium",
     ("mysql", "admin"): "sandbox",
     ("mysql", "debezium"): "debezium",
+    ("mssql", "admin"): "sa",
+    ("mssql", "debezium"): "debezium",
 }
+# SQL Server refuses passwords without three of: upper case, lower case, digits, symbols.
+PASSWORD_SUFFIX = {"mssql": "-Aa1"}
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ def ensure_credentials(settings: Settings) -> dict[str, str]:
             for suffix, value in wanted.items():
                 key = f"{db}.{role}.{suffix}"
                 if key not in values or (value is not None and values[key] != value):
-                    values[key] = value if value is not None else secrets.token_urlsafe(18)
+                    values[key] = value if value is not None else _generated_password(db)
                     changed = True
     if changed:
         _write_private(path, values)
@@ -59,6 +63,10 @@ def _wanted(settings: Settings, db: str, role: str) -> dict[str, str | None]:
         prefix = f"SANDBOX_{db.upper()}_"
         return {"user": env.get(prefix + "USER", DEFAULT_USERS[(db, role)]), "password": env.get(prefix + "PASSWORD", "")}
     return {"user": DEFAULT_USERS[(db, role)], "password": None}
+
+
+def _generated_password(db: str) -> str:
+    return secrets.token_urlsafe(18) + PASSWORD_SUFFIX.get(db, "")
 
 
 def read_properties(path: Path) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """TICKIT in the source databases: create the tables where the topology puts them and bulk-load them.
 
-Each table is loaded with its engine's bulk path (Postgres `COPY`, MySQL/MariaDB `LOAD DATA LOCAL INFILE`) inside
+Each table is loaded with its engine's bulk path (Postgres `COPY`, MySQL/MariaDB `LOAD DATA LOCAL INFILE`, SQL Server
+multi-row `INSERT`s) inside
 one transaction, so a malformed line stops that table's load with the file, line and reason while every table
 already loaded (and this table's previous contents) stays as it was. Loading the same data again changes nothing:
 a table whose contents already match is skipped, one that differs is replaced.
@@ -14,6 +15,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from itertools import islice
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,11 +23,13 @@ from sandbox.config import CapturedTable, Settings
 from sandbox.errors import SandboxError
 from sandbox.services.mariadb import MariaDB
 from sandbox.services.postgres import Postgres
+from sandbox.services.sqlserver import SqlServer
 from tickit_data import TABLES, TickitFormatError, TickitGenerator, canonical_row_text_formatter, iter_table_rows
-from tickit_data.ddl import MYSQL, POSTGRES, create_table, dialect_of, qualified, quote
+from tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, create_table, dialect_of, qualified, quote
 from tickit_data.schema import BOOL, Table
 
 CHUNK_ROWS = 50_000
+SQLSERVER_INSERT_ROWS = 500  # rows per INSERT ... VALUES statement (SQL Server takes at most 1000)
 Progress = Callable[[str, int], None]  # (table, rows just loaded)
 
 
@@ -54,14 +58,23 @@ def placements(settings: Settings, namespace_suffix: str = "") -> list[Placement
     return result
 
 
-SOURCE_SERVICES = {"postgres": Postgres, "mysql": MariaDB}
+SOURCE_SERVICES = {"postgres": Postgres, "mysql": MariaDB, "mssql": SqlServer}
 
 
 def connect(settings: Settings, placement: Placement):
     service = SOURCE_SERVICES[placement.captured.source](settings)
     if placement.dialect == MYSQL:
         return service.connect(local_infile=True)
+    if placement.dialect == SQLSERVER:
+        return service.connect(service.database)
     return service.connect()
+
+
+def _create_namespace_sql(dialect: str, namespace: str) -> str:
+    if dialect == SQLSERVER:  # CREATE SCHEMA must be alone in its batch
+        return f"IF SCHEMA_ID(N'{namespace}') IS NULL EXEC (N'CREATE SCHEMA {quote(dialect, namespace)}')"
+    kind = "DATABASE" if dialect == MYSQL else "SCHEMA"
+    return f"CREATE {kind} IF NOT EXISTS {quote(dialect, namespace)}"
 
 
 def create_tables(settings: Settings, namespace_suffix: str = "") -> None:
@@ -70,8 +83,7 @@ def create_tables(settings: Settings, namespace_suffix: str = "") -> None:
         conn = connect(settings, placement)
         try:
             with conn.cursor() as cur:
-                kind = "DATABASE" if placement.dialect == MYSQL else "SCHEMA"
-                cur.execute(f"CREATE {kind} IF NOT EXISTS {quote(placement.dialect, placement.captured.namespace)}")
+                cur.execute(_create_namespace_sql(placement.dialect, placement.captured.namespace))
                 cur.execute(create_table(placement.dialect, placement.captured.namespace, placement.table))
                 if placement.dialect == POSTGRES:
                     # Deletes then carry the whole old row, as MySQL's full row images do.
@@ -202,8 +214,22 @@ def _delete_keys(cur, placement: Placement, keys: list[tuple], batch: int = 1000
 
 
 def _bulk_insert(cur, placement: Placement, rows: Iterable[tuple], progress: Progress) -> int:
-    bulk = _copy_postgres if placement.dialect == POSTGRES else _load_data_mysql
+    bulk = {POSTGRES: _copy_postgres, MYSQL: _load_data_mysql, SQLSERVER: _insert_sqlserver}[placement.dialect]
     return bulk(cur, placement, rows, progress)
+
+
+def _insert_sqlserver(cur, placement: Placement, rows: Iterable[tuple], progress: Progress) -> int:
+    """Multi-row INSERTs in the load's transaction (pymssql has no COPY-like path that joins a transaction)."""
+    columns = ", ".join(quote(SQLSERVER, c) for c in placement.table.column_names)
+    row_marks = "(" + ", ".join(["%s"] * len(placement.table.columns)) + ")"
+    total, remaining = 0, iter(rows)
+    while batch := list(islice(remaining, SQLSERVER_INSERT_ROWS)):
+        values = ", ".join([row_marks] * len(batch))
+        cur.execute(f"INSERT INTO {placement.name} ({columns}) VALUES {values}",
+                    tuple(value for row in batch for value in row))
+        total += len(batch)
+        progress(placement.table.name, len(batch))
+    return total
 
 
 def current_rows(conn, placement: Placement) -> list[tuple]:

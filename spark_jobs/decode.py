@@ -21,6 +21,10 @@ from spark_jobs.job_config import TableSpec
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]
 BINLOG_FILE_FACTOR = 10**14  # room for 10^10 bytes of binlog offset and 10^4 rows per event
 BINLOG_POS_FACTOR = 10**4
+# SQL Server: the same folding as sandbox.mssql.event_position (kept in step by a unit test).
+LSN_VLF_SHIFT, LSN_BLOCK_SHIFT = 40, 16
+WITHIN_COMMIT_BITS, SERIAL_BITS = 44, 4
+SQLSERVER_POSITION = "decimal(38,0)"
 
 
 class SchemaCache:
@@ -99,10 +103,35 @@ def with_source_types(rows: DataFrame, schema_json: str) -> DataFrame:
 
 
 def source_position(rows: DataFrame, kind: str) -> DataFrame:
-    """A monotonic ordering of changes: the Postgres LSN, or binlog file, offset and row folded into one long."""
+    """A monotonic ordering of changes: the Postgres LSN; binlog file, offset and row folded into one long; or the
+    SQL Server commit LSN, change LSN and event serial number folded into one decimal(38,0)."""
     if kind == "lsn":
         return rows.withColumn("_source_position", F.col("__lsn").cast("long"))
+    if kind == "sqlserver":
+        return rows.withColumn("_source_position", sqlserver_position(
+            F.col("__commit_lsn"), F.col("__change_lsn"), F.col("__event_serial_no")))
     file_number = F.regexp_extract("__file", r"(\d+)$", 1).cast("long")
     position = (file_number * F.lit(BINLOG_FILE_FACTOR) + F.col("__pos").cast("long") * F.lit(BINLOG_POS_FACTOR)
                 + F.col("__row").cast("long"))
     return rows.withColumn("_source_position", position)
+
+
+def _power_of_two(bits: int):
+    return F.lit(2**bits).cast(SQLSERVER_POSITION)
+
+
+def _lsn_number(lsn):
+    """`0000002b:00000158:0001` (VLF sequence, log block, slot in hexadecimal) as one ordered number."""
+    part = [F.conv(F.split(lsn, ":").getItem(i), 16, 10).cast(SQLSERVER_POSITION) for i in range(3)]
+    return part[0] * _power_of_two(LSN_VLF_SHIFT) + part[1] * _power_of_two(LSN_BLOCK_SHIFT) + part[2]
+
+
+def sqlserver_position(commit_lsn, change_lsn, serial):
+    commit = _lsn_number(commit_lsn)
+    change = F.coalesce(_lsn_number(change_lsn), commit)
+    room = _power_of_two(WITHIN_COMMIT_BITS) - F.lit(1).cast(SQLSERVER_POSITION)
+    distance = F.least(F.greatest(commit - change, F.lit(0).cast(SQLSERVER_POSITION)), room)
+    serial_part = F.least(F.coalesce(serial.cast("long"), F.lit(0)), F.lit(2**SERIAL_BITS - 1)).cast(SQLSERVER_POSITION)
+    folded = (commit * _power_of_two(WITHIN_COMMIT_BITS + SERIAL_BITS)
+              + (room - distance) * _power_of_two(SERIAL_BITS) + serial_part)
+    return folded.cast(SQLSERVER_POSITION)

@@ -25,7 +25,7 @@ class TableSpec:
     topic: str
     table: str
     key: tuple[str, ...]
-    position: str  # lsn (Postgres) or binlog (MySQL/MariaDB)
+    position: str  # lsn (Postgres), binlog (MySQL/MariaDB) or sqlserver (commit LSN, change LSN, serial)
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,6 @@ def create_table(dialect: str, namespace: str, table: str | Table) -> str:
     body = ",\n".join(columns)
     name = qualified(dialect, namespace, table.name)
     if dialect == SQLSERVER:
-        return (f"IF OBJECT_ID(N'{namespace}.{table.name}', N'U') IS NULL\n"
+        return (f"IF OBJECT_ID(N'{name}', N'U') IS NULL\n"  # bracketed: `user` is a reserved word
                 f"CREATE TABLE {name} (\n{body}\n)")
     return f"CREATE TABLE IF NOT EXISTS {name} (\n{body}\n)"

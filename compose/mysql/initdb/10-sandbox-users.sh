@@ -1,0 +1,13 @@
+#!/bin/bash
+# Runs once, on an empty data directory (docker-entrypoint-initdb.d): the sandbox's admin login and the Debezium
+# capture login with the replication grants, as the native backend creates them on MariaDB
+# (sandbox/services/mariadb.py). mysql_native_password: PyMySQL logs in without the `cryptography` package.
+set -euo pipefail
+mysql --protocol=socket -uroot -p"${MYSQL_ROOT_PASSWORD}" <<SQL
+CREATE USER IF NOT EXISTS '${SANDBOX_ADMIN_USER}'@'%' IDENTIFIED WITH mysql_native_password BY '${SANDBOX_ADMIN_PASSWORD}';
+GRANT ALL PRIVILEGES ON *.* TO '${SANDBOX_ADMIN_USER}'@'%' WITH GRANT OPTION;
+CREATE USER IF NOT EXISTS '${SANDBOX_CAPTURE_USER}'@'%' IDENTIFIED WITH mysql_native_password BY '${SANDBOX_CAPTURE_PASSWORD}';
+GRANT SELECT, RELOAD, SHOW DATABASES, LOCK TABLES, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '${SANDBOX_CAPTURE_USER}'@'%';
+CREATE DATABASE IF NOT EXISTS ecomm;
+FLUSH PRIVILEGES;
+SQL

@@ -1,0 +1,267 @@
+"""The compose backend: the stack of `compose/docker-compose.yml` on a Docker engine.
+
+Docker runs the servers; everything inside them is set up by the same Python code as natively (Postgres roles,
+schemas and publication, the MySQL database, the lake bucket, the TICKIT tables, the connectors from
+`fixtures/connectors/`), against the published ports on 127.0.0.1. Connectors name the services by their
+container names, as the Kafka Connect worker sees them inside the Docker network.
+
+Per sandbox, `<state>/compose/` holds `sandbox.env` (project name, ports, generated passwords; private) and a copy of
+the capture logins' passwords the worker reads through FileConfigProvider.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import port_for
+
+from sandbox import tickit
+from sandbox.backends import native
+from sandbox.backends.compose_cli import compose_command, docker_command_for_testcontainers
+from sandbox.backends.select import require_engine
+from sandbox.config import DEFAULT_PORTS, PROJECT_ROOT, REGISTRY_API, Settings
+from sandbox.connectors import WorkerView, register_all
+from sandbox.credentials import ensure_credentials, login
+from sandbox.errors import SandboxError
+from sandbox.services.base import ServiceStatus
+from sandbox.services.localstack import LocalStack, restore_buckets, save_buckets
+from sandbox.services.mariadb import MariaDB, SQL_DIR as MYSQL_SQL_DIR, split_statements
+from sandbox.services.postgres import Postgres
+from sandbox.services.sqlserver import SqlServer
+
+COMPOSE_DIR = PROJECT_ROOT / "compose"
+COMPOSE_FILE = COMPOSE_DIR / "docker-compose.yml"
+SERVICES = ("postgres", "mysql", "mssql", "kafka", "apicurio", "connect", "localstack")
+PUBLISHED_PORTS = {name: DEFAULT_PORTS[name] for name in SERVICES}  # container port of each published service
+CONNECT_SECRETS = "/run/secrets/connect-credentials"
+INTERNAL_KAFKA = "kafka:19092"
+DATABASE_SOURCES = ("postgres", "mysql", "mssql")
+# The Debezium Connect image's variables for worker settings; CONNECT_<NAME> sets <name> (lower case, `_` -> `.`).
+CONNECT_IMAGE_SETTINGS = {
+    "BOOTSTRAP_SERVERS": "bootstrap.servers", "GROUP_ID": "group.id",
+    "CONFIG_STORAGE_TOPIC": "config.storage.topic", "OFFSET_STORAGE_TOPIC": "offset.storage.topic",
+    "STATUS_STORAGE_TOPIC": "status.storage.topic",
+    "CONFIG_STORAGE_REPLICATION_FACTOR": "config.storage.replication.factor",
+    "OFFSET_STORAGE_REPLICATION_FACTOR": "offset.storage.replication.factor",
+    "STATUS_STORAGE_REPLICATION_FACTOR": "status.storage.replication.factor",
+    "OFFSET_FLUSH_INTERVAL_MS": "offset.flush.interval.ms",
+    "KEY_CONVERTER": "key.converter", "VALUE_CONVERTER": "value.converter",
+}
+
+
+def connect_worker_properties(environment: dict[str, str]) -> dict[str, str]:
+    """The worker properties the Connect container's environment sets."""
+    properties = {prop: str(environment[var]) for var, prop in CONNECT_IMAGE_SETTINGS.items() if var in environment}
+    for var, value in environment.items():
+        if var.startswith("CONNECT_"):
+            properties[var.removeprefix("CONNECT_").lower().replace("_", ".")] = str(value)
+    return properties
+
+
+# --- per-sandbox files -------------------------------------------------------------------------------------
+def project_name(settings: Settings) -> str:
+    """One Compose project per state directory, so sandboxes (and test stacks) never share containers."""
+    return "cdc-sandbox-" + hashlib.sha256(str(settings.state_dir).encode()).hexdigest()[:10]
+
+
+def files_dir(settings: Settings) -> Path:
+    return settings.state_dir / "compose"
+
+
+def env_file(settings: Settings) -> Path:
+    return files_dir(settings) / "sandbox.env"
+
+
+def env_values(settings: Settings) -> dict[str, str]:
+    """What the compose file interpolates: project name, ports, logins, the worker's credentials file."""
+    values = {"COMPOSE_PROJECT_NAME": project_name(settings),
+              "SANDBOX_CONNECT_CREDENTIALS": str(files_dir(settings) / "connect-credentials.properties")}
+    values |= {f"SANDBOX_{name.upper()}_PORT": str(settings.ports[name]) for name in SERVICES}
+    for db in DATABASE_SOURCES:
+        for role, label in (("admin", "ADMIN"), ("debezium", "CAPTURE")):
+            who = login(settings, db, role)
+            values[f"{db.upper()}_{label}_USER"] = who.user
+            values[f"{db.upper()}_{label}_PASSWORD"] = who.password
+    return values
+
+
+def write_files(settings: Settings) -> Path:
+    """Write `<state>/compose/`: the env file (private) and the capture passwords for the worker's account."""
+    directory = files_dir(settings)
+    directory.mkdir(parents=True, exist_ok=True)
+    # The worker's copy must be readable by the container's account; the private directory guards it.
+    directory.chmod(0o700)
+    capture = {k: v for k, v in ensure_credentials(settings).items() if ".debezium." in k}
+    _write(directory / "connect-credentials.properties", "".join(f"{k}={v}\n" for k, v in sorted(capture.items())),
+           0o644)
+    body = "".join(f"{key}={value}\n" for key, value in env_values(settings).items())
+    _write(env_file(settings), "# generated by the sandbox for docker compose\n" + body, 0o600)
+    return env_file(settings)
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    path.touch(mode=mode)
+    path.chmod(mode)
+    path.write_text(text)
+
+
+def worker_view(settings: Settings) -> WorkerView:
+    """The services as the Kafka Connect container reaches them: by container name, on container ports."""
+    hosts = {}
+    for name in settings.topology.sources:
+        endpoint = settings.endpoint(name)
+        hosts[name] = (endpoint.host, endpoint.port) if endpoint.external else (name, PUBLISHED_PORTS[name])
+    return WorkerView(hosts, INTERNAL_KAFKA, f"http://apicurio:{PUBLISHED_PORTS['apicurio']}{REGISTRY_API}",
+                      CONNECT_SECRETS)
+
+
+# --- running compose ---------------------------------------------------------------------------------------
+def command(settings: Settings, *args: str) -> list[str]:
+    return [*compose_command(settings), "-f", str(COMPOSE_FILE), "--env-file", str(env_file(settings)), *args]
+
+
+def _run(settings: Settings, *args: str, what: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(command(settings, *args), capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SandboxError(f"`docker compose {' '.join(args)}` failed while {what}:\n"
+                           f"{(result.stdout + result.stderr).strip()[-2000:]}",
+                           "see `sandbox logs <service>`; `sandbox reset` starts from empty volumes")
+    return result
+
+
+def up(settings: Settings, report, skip_install: bool = False) -> None:
+    require_engine(settings, "the compose backend")
+    settings.record_ports()
+    settings.record_backend()
+    write_files(settings)
+    services = [name for name in SERVICES if not settings.is_external(name)]
+    _run(settings, "up", "--detach", "--wait", "--wait-timeout", "600", *services, what="starting the stack")
+    for name in services:
+        report(name, "healthy")
+    prepare_services(settings, report)
+
+
+def prepare_services(settings: Settings, report) -> None:
+    """What the containers do not do themselves: the same set-up as natively, through the published ports."""
+    Postgres(settings).post_start()
+    _prepare_mysql(settings)
+    SqlServer(settings).post_start()
+    _prepare_localstack(settings)
+    tickit.create_tables(settings)
+    for name in register_all(settings, worker_view(settings)):
+        report(f"connector {name}", "RUNNING")
+
+
+def _prepare_mysql(settings: Settings) -> None:
+    """The container's init script made the logins and the database; the probe table comes from the fixtures."""
+    with MariaDB(settings).connect() as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{settings.topology.sources['mysql'].database}`")
+        for script in sorted(MYSQL_SQL_DIR.glob("*.sql")):
+            for statement in split_statements(script.read_text()):
+                cur.execute(statement)
+
+
+def _prepare_localstack(settings: Settings) -> None:
+    """LocalStack keeps S3 in memory: a fresh container gets back the buckets `sandbox down` saved."""
+    localstack = LocalStack(settings)
+    client = localstack.s3()
+    empty = not client.list_buckets()["Buckets"]
+    if empty and localstack.snapshot_dir.is_dir():
+        restore_buckets(client, localstack.snapshot_dir)
+    localstack.post_start()
+
+
+def down(settings: Settings, report) -> None:
+    """Stop the containers; volumes (and the saved lake) stay."""
+    localstack = LocalStack(settings)
+    if _state_of(settings).get("localstack") == "running":
+        save_buckets(localstack.s3(), localstack.snapshot_dir)
+        report("localstack", "buckets saved")
+    _run(settings, "stop", what="stopping the stack")
+    for name in SERVICES:
+        report(name, "stopped")
+
+
+def reset(settings: Settings, report) -> None:
+    """Remove the containers and their volumes."""
+    if env_file(settings).exists():
+        _run(settings, "down", "--volumes", "--remove-orphans", what="removing the stack")
+        report("containers and volumes", "removed")
+
+
+def _state_of(settings: Settings) -> dict[str, str]:
+    if not env_file(settings).exists():
+        return {}
+    result = subprocess.run(command(settings, "ps", "--all", "--format", "json"), capture_output=True, text=True)
+    return {row["Service"]: row.get("State", "") for row in parse_ps(result.stdout)} if result.returncode == 0 else {}
+
+
+def parse_ps(output: str) -> list[dict]:
+    """`compose ps --format json` prints one object per line (newer Compose) or one array (older)."""
+    text = output.strip()
+    if not text:
+        return []
+    if text.startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def status(settings: Settings) -> tuple[list[ServiceStatus], list[tuple[str, str]]]:
+    rows = {}
+    if env_file(settings).exists():
+        result = subprocess.run(command(settings, "ps", "--all", "--format", "json"), capture_output=True, text=True)
+        rows = {row["Service"]: row for row in parse_ps(result.stdout)} if result.returncode == 0 else {}
+    statuses = [_service_status(settings, name, rows.get(name)) for name in SERVICES]
+    return statuses, native.connector_status(settings, statuses)
+
+
+def _service_status(settings: Settings, name: str, row: dict | None) -> ServiceStatus:
+    address = settings.endpoint(name).address
+    if settings.is_external(name):
+        return ServiceStatus(name, "external", address, None, "-")
+    if row is None:
+        return ServiceStatus(name, "stopped", address, None, "-")
+    health = row.get("Health", "")
+    state = {"running": "starting" if health and health != "healthy" else "running"}.get(row.get("State", ""),
+                                                                                          "stopped")
+    return ServiceStatus(name, state, address, None, row.get("Image", "-"))
+
+
+def logs(settings: Settings, service: str, lines: int, follow: bool) -> int:
+    if service not in SERVICES:
+        raise SandboxError(f"unknown service {service!r}", "choose one of: " + ", ".join(SERVICES))
+    return subprocess.call(command(settings, "logs", "--tail", str(lines), *(["--follow"] if follow else []), service))
+
+
+# --- an ephemeral stack for a test session -----------------------------------------------------------------
+@contextmanager
+def ephemeral_stack(base: Settings | None = None) -> Iterator[Settings]:
+    """Start the whole compose stack on free ports in a temporary state directory for one test session, with
+    testcontainers; yields Settings pointing at it (compose backend, `crm.user` in SQL Server, connectors running),
+    and removes containers, volumes and the directory afterwards."""
+    from testcontainers.compose import DockerCompose
+
+    base = base or Settings.load()
+    require_engine(base, "ephemeral_stack")
+    tools_dir = base.tools_dir
+    with tempfile.TemporaryDirectory(prefix="cdc-sandbox-") as state_dir:
+        env = {**os.environ, "SANDBOX_STATE_DIR": state_dir, "SANDBOX_TOOLS_DIR": str(tools_dir),
+               "SANDBOX_BACKEND": "compose"}
+        env |= {f"SANDBOX_{name.upper()}_PORT": str(port_for.select_random()) for name in SERVICES}
+        settings = Settings.load(env, backend="compose")
+        settings.record_ports()
+        settings.record_backend()
+        stack = DockerCompose(context=str(COMPOSE_DIR), compose_file_name=COMPOSE_FILE.name,
+                              env_file=str(write_files(settings)), wait=True,
+                              docker_command_path=docker_command_for_testcontainers(settings))
+        with stack:
+            prepare_services(settings, lambda name, outcome: None)
+            yield settings
+

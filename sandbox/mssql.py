@@ -1,0 +1,189 @@
+"""SQL Server for the `mssql` source: the DSN of an external server, the CDC set-up script generated from the
+topology and the TICKIT schema, and SQL Server log sequence numbers (LSNs) as source positions.
+
+The same script runs in the compose container (through `sqlcmd`, at first start) and against an external server
+given by `SANDBOX_MSSQL_DSN` (through pymssql). It is idempotent: every statement checks before it creates.
+`$(NAME)` are sqlcmd scripting variables; the capture login's password is never written into the script.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from sandbox.config import PROJECT_ROOT, Topology, load_topology
+from sandbox.errors import SandboxError
+from tickit_data import get_table
+from tickit_data.ddl import SQLSERVER, create_table, quote
+
+INIT_SCRIPT_FILE = PROJECT_ROOT / "fixtures" / "sql" / "sqlserver" / "init.sql"
+CDC_FILEGROUP = "cdc"  # change tables live in their own filegroup, apart from the captured tables
+CDC_ROLE = "cdc_reader"  # the gating role: only its members (and db_owner) may read the change tables
+SOURCE = "mssql"
+DSN_SCHEMES = ("mssql", "sqlserver")
+
+
+@dataclass(frozen=True)
+class MssqlDsn:
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str | None
+
+
+def parse_dsn(text: str) -> MssqlDsn:
+    """`mssql://user:password@host:1433/tickit` (user and password percent-encoded)."""
+    parts = urlsplit(text)
+    try:
+        port = parts.port or 1433
+    except ValueError:
+        port = None
+    if parts.scheme not in DSN_SCHEMES or not parts.hostname or not parts.username or port is None:
+        raise SandboxError("SANDBOX_MSSQL_DSN is not a SQL Server DSN",
+                           "write it as mssql://user:password@host:1433/tickit (percent-encode special characters); "
+                           "the login must be sysadmin to enable CDC")
+    database = parts.path.lstrip("/") or None
+    return MssqlDsn(parts.hostname, port, unquote(parts.username), unquote(parts.password or ""), database)
+
+
+# --- the set-up script -------------------------------------------------------------------------------------
+def cdc_setup_batches(topology: Topology) -> list[str]:
+    """Database, CDC filegroup, schemas and tables of the `mssql` source, CDC on the database and each table."""
+    source = topology.sources[SOURCE]
+    db = source.database
+    batches = [
+        f"IF DB_ID(N'{db}') IS NULL\n    CREATE DATABASE {quote(SQLSERVER, db)}",
+        _filegroup_batch(db),
+        f"USE {quote(SQLSERVER, db)}",
+    ]
+    for schema in source.namespaces:
+        batches.append(f"IF SCHEMA_ID(N'{schema}') IS NULL\n    EXEC (N'CREATE SCHEMA {quote(SQLSERVER, schema)}')")
+    for table in source.tables:
+        batches.append(create_table(SQLSERVER, table.namespace, get_table(table.name)))
+    batches.append(f"IF NOT EXISTS (SELECT 1 FROM sys.databases WHERE name = N'{db}' AND is_cdc_enabled = 1)\n"
+                   f"    EXEC sys.sp_cdc_enable_db")
+    for table in source.tables:
+        batches.append(_enable_table_batch(table.namespace, table.name))
+    return batches
+
+
+def _filegroup_batch(db: str) -> str:
+    file_name = f"{db}_{CDC_FILEGROUP}"
+    return (
+        f"IF NOT EXISTS (SELECT 1 FROM {quote(SQLSERVER, db)}.sys.filegroups WHERE name = N'{CDC_FILEGROUP}')\n"
+        f"    ALTER DATABASE {quote(SQLSERVER, db)} ADD FILEGROUP {quote(SQLSERVER, CDC_FILEGROUP)};\n"
+        f"IF NOT EXISTS (SELECT 1 FROM {quote(SQLSERVER, db)}.sys.database_files WHERE name = N'{file_name}')\n"
+        f"BEGIN\n"
+        f"    DECLARE @file nvarchar(4000) = CAST(SERVERPROPERTY('InstanceDefaultDataPath') AS nvarchar(4000))"
+        f" + N'{file_name}.ndf';\n"
+        f"    EXEC (N'ALTER DATABASE {quote(SQLSERVER, db)} ADD FILE (NAME = N''{file_name}'', FILENAME = N'''"
+        f" + @file + N''') TO FILEGROUP {quote(SQLSERVER, CDC_FILEGROUP)}');\n"
+        f"END"
+    )
+
+
+def _enable_table_batch(schema: str, table: str) -> str:
+    return (
+        f"IF NOT EXISTS (SELECT 1 FROM sys.tables t JOIN sys.schemas s ON s.schema_id = t.schema_id\n"
+        f"               WHERE s.name = N'{schema}' AND t.name = N'{table}' AND t.is_tracked_by_cdc = 1)\n"
+        f"    EXEC sys.sp_cdc_enable_table @source_schema = N'{schema}', @source_name = N'{table}',\n"
+        f"        @role_name = N'{CDC_ROLE}', @filegroup_name = N'{CDC_FILEGROUP}', @supports_net_changes = 0"
+    )
+
+
+def capture_login_batches(topology: Topology) -> list[str]:
+    """The capture login Debezium uses (compose; an external server's DSN login is used as it is).
+
+    It reads the captured schemas and the change tables and is a member of the gating role; VIEW SERVER STATE
+    lets the connector see whether the SQL Server Agent (which fills the change tables) runs.
+    """
+    source = topology.sources[SOURCE]
+    user = "$(CAPTURE_USER)"
+    batches = [
+        "USE [master]",
+        f"IF SUSER_ID(N'{user}') IS NULL\n"
+        f"    CREATE LOGIN [{user}] WITH PASSWORD = N'$(CAPTURE_PASSWORD)', CHECK_POLICY = OFF;\n"
+        f"ELSE\n"
+        f"    ALTER LOGIN [{user}] WITH PASSWORD = N'$(CAPTURE_PASSWORD)'",
+        f"GRANT VIEW SERVER STATE TO [{user}]",
+        f"USE {quote(SQLSERVER, source.database)}",
+        f"IF USER_ID(N'{user}') IS NULL\n    CREATE USER [{user}] FOR LOGIN [{user}]",
+        f"ALTER ROLE {quote(SQLSERVER, CDC_ROLE)} ADD MEMBER [{user}]",
+        f"GRANT VIEW DATABASE STATE TO [{user}]",
+    ]
+    for schema in [*source.namespaces, "cdc"]:
+        batches.append(f"GRANT SELECT ON SCHEMA::{quote(SQLSERVER, schema)} TO [{user}]")
+    return batches
+
+
+def init_script(topology: Topology | None = None) -> str:
+    """The whole script the compose container runs with sqlcmd (kept in `fixtures/sql/sqlserver/init.sql`)."""
+    topology = topology or load_topology()
+    header = ("-- Generated from fixtures/topology.yaml and tickit_data/schema.py by sandbox/mssql.py; do not edit.\n"
+              "-- sqlcmd variables: CAPTURE_USER, CAPTURE_PASSWORD (the Debezium login).\n")
+    batches = cdc_setup_batches(topology) + capture_login_batches(topology)
+    return header + "".join(f"{batch}\nGO\n" for batch in batches)
+
+
+def split_batches(script: str) -> list[str]:
+    """The batches of a script, split on `GO` lines as sqlcmd does, without `--` comment lines."""
+    batches, current = [], []
+    for line in script.splitlines():
+        if line.strip().upper() == "GO":
+            batches.append("\n".join(current).strip())
+            current = []
+        elif not line.lstrip().startswith("--"):
+            current.append(line)
+    batches.append("\n".join(current).strip())
+    return [batch for batch in batches if batch]
+
+
+def substitute_variables(batch: str, variables: dict[str, str]) -> str:
+    """Replace sqlcmd `$(NAME)` variables; an unknown one is an error, as in sqlcmd."""
+
+    def value(match: re.Match) -> str:
+        if match.group(1) not in variables:
+            raise SandboxError(f"the SQL Server script uses $({match.group(1)}), which the sandbox does not set",
+                               f"fix {INIT_SCRIPT_FILE} (regenerate it with sandbox.mssql.init_script)")
+        return variables[match.group(1)]
+
+    return re.sub(r"\$\((\w+)\)", value, batch)
+
+
+# --- log sequence numbers ----------------------------------------------------------------------------------
+LSN_PART_BITS = (40, 16)  # a compact LSN: VLF sequence << 40 | log block << 16 | slot
+WITHIN_COMMIT_BITS = 44  # room for how far before its commit a change may lie (16 VLFs of 2^24 blocks)
+SERIAL_BITS = 4
+
+
+def lsn_to_int(lsn: str) -> int:
+    """A SQL Server LSN as an integer ordered like the LSNs.
+
+    Accepts the hexadecimal form Debezium writes (`0000002b:00000158:0001`: VLF sequence, log block, slot) and the
+    decimal form of the server's numeric(25,0) LSN columns (`43000000034400001`). Log blocks are assumed below 2^24
+    (VLFs up to 8 GB).
+    """
+    text = lsn.strip()
+    if ":" in text:
+        vlf, block, slot = (int(part, 16) for part in text.split(":"))
+    else:
+        number = int(text)
+        vlf, block, slot = number // 10**15, number // 10**5 % 10**10, number % 10**5
+    return (vlf << LSN_PART_BITS[0]) | (block << LSN_PART_BITS[1]) | slot
+
+
+def event_position(commit_lsn: str, change_lsn: str | None, event_serial_no: int | None) -> int:
+    """The source position of a SQL Server change event: commit LSN, then change LSN, then event serial number.
+
+    Folded into one integer (below 2^126, a Spark decimal(38,0)): the commit LSN in the high bits, then how close
+    the change lies to its commit (later changes of one transaction are closer), then the serial number (an update
+    that moves a key yields two events with one change LSN).
+    """
+    commit = lsn_to_int(commit_lsn)
+    change = lsn_to_int(change_lsn) if change_lsn else commit
+    distance = min(max(commit - change, 0), (1 << WITHIN_COMMIT_BITS) - 1)
+    within_commit = (1 << WITHIN_COMMIT_BITS) - 1 - distance
+    serial = min(event_serial_no or 0, (1 << SERIAL_BITS) - 1)
+    return (commit << (WITHIN_COMMIT_BITS + SERIAL_BITS)) | (within_commit << SERIAL_BITS) | serial

@@ -1,0 +1,229 @@
+"""The compose files, validated by a real Compose (the pinned build), and their parity with the native backend."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from sandbox.backends import compose, native
+from sandbox.backends.compose_cli import binary_path, ensure_compose_cli
+from sandbox.config import DEFAULT_PORTS, PROJECT_ROOT, Settings
+from sandbox.connectors import connector_config, native_view
+from sandbox.install import LOCALSTACK_REQUIREMENTS
+from sandbox.services.connect import KafkaConnect
+
+POM = PROJECT_ROOT / "sandbox" / "jvm" / "pom.xml"
+DSN = "mssql://sa:Secret-Pass1@mssql.example:1433/tickit"
+
+
+@pytest.fixture(scope="session")
+def compose_binary():
+    ensure_compose_cli(Settings.load())
+    return binary_path(Settings.load())
+
+
+@pytest.fixture
+def compose_settings(tmp_path) -> Settings:
+    settings = Settings.load({"SANDBOX_STATE_DIR": str(tmp_path / "state")}, backend="compose")
+    compose.write_files(settings)
+    return settings
+
+
+@pytest.fixture
+def native_settings(tmp_path) -> Settings:
+    """The native backend with an external SQL Server, so all three sources run natively too."""
+    return Settings.load({"SANDBOX_STATE_DIR": str(tmp_path / "native"), "SANDBOX_MSSQL_DSN": DSN})
+
+
+def run_compose(binary, settings: Settings, *args: str, compose_file=compose.COMPOSE_FILE):
+    command = [str(binary), "-f", str(compose_file), "--env-file", str(compose.env_file(settings)), *args]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def rendered(binary, settings: Settings) -> dict:
+    result = run_compose(binary, settings, "config", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_compose_file_validates(compose_binary, compose_settings):
+    result = run_compose(compose_binary, compose_settings, "config", "--quiet")
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_validator_rejects_what_compose_would_reject(compose_binary, compose_settings, tmp_path):
+    broken = tmp_path / "docker-compose.yml"
+    text = compose.COMPOSE_FILE.read_text().replace("    healthcheck:\n", "    healthchek:\n", 1)
+    broken.write_text(text)
+    result = run_compose(compose_binary, compose_settings, "config", "--quiet", compose_file=broken)
+    assert result.returncode != 0 and "healthchek" in result.stderr
+
+
+def test_without_the_env_file_compose_says_to_run_sandbox_up(compose_binary, tmp_path):
+    result = subprocess.run([str(compose_binary), "-f", str(compose.COMPOSE_FILE), "config", "--quiet"],
+                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode != 0 and "run `sandbox up`" in result.stderr
+
+
+def pom_versions() -> dict[str, str]:
+    namespace = {"m": "http://maven.apache.org/POM/4.0.0"}
+    properties = ET.parse(POM).getroot().find("m:properties", namespace)
+    return {child.tag.split("}")[1]: child.text for child in properties}
+
+
+def test_every_image_is_pinned_to_a_release_tag(compose_binary, compose_settings):
+    services = rendered(compose_binary, compose_settings)["services"]
+    for name, service in services.items():
+        assert "build" not in service, name
+        image = service["image"]
+        repository, _, tag = image.rpartition(":")
+        assert repository and "/" not in tag, f"{name}: {image} has no tag"
+        assert tag not in ("latest", "nightly") and not tag.endswith("-latest") and re.search(r"\d", tag), image
+
+
+def test_images_run_the_versions_the_native_backend_resolves(compose_binary, compose_settings):
+    images = {name: s["image"] for name, s in rendered(compose_binary, compose_settings)["services"].items()}
+    versions = pom_versions()
+    localstack = next(r for r in LOCALSTACK_REQUIREMENTS if r.startswith("localstack-core")).split("==")[1]
+    assert images["kafka"] == f"apache/kafka:{versions['kafka.version']}"
+    assert images["connect"] == f"quay.io/debezium/connect:{versions['debezium.version']}"
+    assert images["apicurio"].endswith(f":{versions['apicurio.version']}")
+    assert images["localstack"] == f"localstack/localstack:{localstack}"
+    assert images["mssql"].startswith("mcr.microsoft.com/mssql/server:2022-")
+    assert images["mysql"].startswith("mysql:8.")
+
+
+def test_every_service_has_a_health_check(compose_binary, compose_settings):
+    for name, service in rendered(compose_binary, compose_settings)["services"].items():
+        assert service.get("healthcheck", {}).get("test"), f"{name} has no health check"
+
+
+def test_services_are_the_native_ones_plus_sql_server(compose_binary, compose_settings):
+    services = set(rendered(compose_binary, compose_settings)["services"])
+    assert services == {s.name for s in native.all_services(compose_settings)} | {"mssql"}
+    assert set(compose.SERVICES) == services
+
+
+def published(config: dict) -> dict[str, list[dict]]:
+    return {name: service.get("ports", []) for name, service in config["services"].items()}
+
+
+def test_ports_are_the_native_defaults_on_localhost(compose_binary, compose_settings):
+    for name, ports in published(rendered(compose_binary, compose_settings)).items():
+        assert [(p["host_ip"], int(p["published"]), p["target"]) for p in ports] == \
+            [("127.0.0.1", DEFAULT_PORTS[name], compose.PUBLISHED_PORTS[name])], name
+
+
+def test_ports_follow_the_same_variables_as_natively(compose_binary, tmp_path):
+    env = {"SANDBOX_STATE_DIR": str(tmp_path / "s"), "SANDBOX_KAFKA_PORT": "19092", "SANDBOX_MSSQL_PORT": "11433",
+           "SANDBOX_POSTGRES_PORT": "15432"}
+    settings = Settings.load(env, backend="compose")
+    compose.write_files(settings)
+    config = rendered(compose_binary, settings)
+    for name, ports in published(config).items():
+        assert int(ports[0]["published"]) == settings.ports[name], name
+    assert "HOST://127.0.0.1:19092" in config["services"]["kafka"]["environment"]["KAFKA_ADVERTISED_LISTENERS"]
+
+
+def test_each_sandbox_is_its_own_compose_project(compose_binary, compose_settings, tmp_path):
+    other = Settings.load({"SANDBOX_STATE_DIR": str(tmp_path / "other")}, backend="compose")
+    compose.write_files(other)
+    names = {rendered(compose_binary, s)["name"] for s in (compose_settings, other)}
+    assert len(names) == 2
+
+
+def test_passwords_are_generated_per_sandbox_and_kept_private(compose_binary, compose_settings):
+    config = rendered(compose_binary, compose_settings)
+    env_file = compose.env_file(compose_settings)
+    assert env_file.stat().st_mode & 0o077 == 0
+    assert compose.files_dir(compose_settings).stat().st_mode & 0o077 == 0
+    sa = config["services"]["mssql"]["environment"]["MSSQL_SA_PASSWORD"]
+    assert len(sa) >= 24 and sa in compose_settings.secrets_file.read_text()
+    assert re.search(r"[A-Z]", sa) and re.search(r"[a-z]", sa) and re.search(r"\d", sa)
+    worker_copy = (compose.files_dir(compose_settings) / "connect-credentials.properties").read_text()
+    assert "debezium.password=" in worker_copy and "admin" not in worker_copy
+    assert config["secrets"]["connect-credentials"]["file"].endswith("connect-credentials.properties")
+
+
+def normalized(config: dict[str, str], view) -> dict[str, str]:
+    """A connector config with what differs between the worker's views replaced by names (and the login: an
+    external server's comes with its DSN)."""
+    replacements = {view.registry_url: "<registry>", view.kafka_bootstrap: "<kafka>", view.secrets_file: "<secrets>"}
+    result = {}
+    for key, value in config.items():
+        for old, new in replacements.items():
+            value = value.replace(old, new)
+        result[key] = value
+    result["database.hostname"], result["database.port"], result["database.user"] = "<host>", "<port>", "<user>"
+    return result
+
+
+def test_connector_configs_match_except_addresses(native_settings, compose_settings):
+    assert native_settings.topology.sources.keys() == compose_settings.topology.sources.keys()
+    for name, source in compose_settings.topology.sources.items():
+        on_compose = normalized(connector_config(compose_settings, source, compose.worker_view(compose_settings)),
+                                compose.worker_view(compose_settings))
+        natively = normalized(connector_config(native_settings, native_settings.topology.sources[name]),
+                              native_view(native_settings))
+        if name == "mysql":  # MariaDB natively, MySQL 8 on compose: the one declared difference
+            assert natively.pop("connector.class") == "io.debezium.connector.mariadb.MariaDbConnector"
+            assert on_compose.pop("connector.class") == "io.debezium.connector.mysql.MySqlConnector"
+        assert on_compose == natively, name
+
+
+def test_compose_connectors_name_containers_and_the_mounted_secrets(compose_settings):
+    view = compose.worker_view(compose_settings)
+    config = connector_config(compose_settings, compose_settings.topology.sources["mssql"], view)
+    assert (config["database.hostname"], config["database.port"]) == ("mssql", "1433")
+    assert config["database.password"] == "${file:/run/secrets/connect-credentials:mssql.debezium.password}"
+    assert config["value.converter.apicurio.registry.url"] == "http://apicurio:8080/apis/registry/v2"
+    assert config["schema.history.internal.kafka.bootstrap.servers"] == "kafka:19092"
+
+
+def test_the_worker_is_configured_as_natively(compose_binary, compose_settings):
+    environment = rendered(compose_binary, compose_settings)["services"]["connect"]["environment"]
+    on_compose = compose.connect_worker_properties(environment)
+    natively = {k: str(v) for k, v in KafkaConnect(compose_settings).worker_properties().items()}
+    addresses = {"bootstrap.servers", "listeners", "rest.advertised.host.name", "rest.advertised.port", "plugin.path"}
+    assert {k: v for k, v in on_compose.items() if k not in addresses} == \
+        {k: v for k, v in natively.items() if k not in addresses}
+    assert environment["ENABLE_APICURIO_CONVERTERS"] == "true"
+
+
+def test_topics_and_topology_match(native_settings, compose_settings):
+    assert sorted(native_settings.topology.topics()) == sorted(compose_settings.topology.topics())
+    for settings in (native_settings, compose_settings):
+        user = settings.topology.table("user")
+        assert (user.source, user.namespace, user.stand_in) == ("mssql", "crm", False)
+    assert compose_settings.topology.sources["mysql"].engine == "mysql"
+
+
+def test_the_sql_server_container_runs_the_generated_init_script(compose_binary, compose_settings):
+    mssql = rendered(compose_binary, compose_settings)["services"]["mssql"]
+    mounts = {volume["target"]: volume["source"] for volume in mssql["volumes"]}
+    assert mounts["/sandbox/init.sql"] == str(PROJECT_ROOT / "fixtures" / "sql" / "sqlserver" / "init.sql")
+    assert mssql["environment"]["MSSQL_AGENT_ENABLED"] == "true"
+    assert mssql["environment"]["CAPTURE_USER"] == "debezium"
+
+
+def test_mysql_runs_row_binlogs_with_full_images(compose_binary, compose_settings):
+    command = " ".join(rendered(compose_binary, compose_settings)["services"]["mysql"]["command"])
+    for setting in ("--binlog-format=ROW", "--binlog-row-image=FULL", "--server-id=1", "--log-bin=binlog"):
+        assert setting in command
+    init = (compose.COMPOSE_DIR / "mysql" / "initdb" / "10-sandbox-users.sh").read_text()
+    assert "REPLICATION SLAVE, REPLICATION CLIENT" in init
+
+
+def test_postgres_runs_logical_decoding(compose_binary, compose_settings):
+    assert "wal_level=logical" in rendered(compose_binary, compose_settings)["services"]["postgres"]["command"]
+
+
+def test_compose_ps_output_of_either_format_is_read():
+    line = {"Service": "kafka", "State": "running", "Health": "healthy"}
+    assert compose.parse_ps(json.dumps(line) + "\n") == [line]
+    assert compose.parse_ps(json.dumps([line])) == [line]
+    assert compose.parse_ps("") == []
