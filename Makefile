@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: up down status test bench clean venv
+.PHONY: up down status test bench clean venv compose-cli
 
 venv: $(STAMP)
 
@@ -13,6 +13,10 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -e .
 	@touch $@
+
+# Docker Compose pinned and built from its Go module into .tools/compose (validates compose/ without an engine).
+compose-cli: venv
+	$(BIN)/python -m sandbox.backends.compose_cli
 
 up: venv
 	$(BIN)/sandbox up
@@ -23,7 +27,7 @@ down: venv
 status: venv
 	$(BIN)/sandbox status
 
-test: venv
+test: venv compose-cli
 	$(BIN)/sandbox up
 	@mkdir -p reports
 	$(BIN)/python -m pytest --junitxml=reports/junit.xml $(PYTEST_ARGS)
