@@ -78,7 +78,13 @@ def _create_namespace_sql(dialect: str, namespace: str) -> str:
 
 
 def create_tables(settings: Settings, namespace_suffix: str = "") -> None:
-    """Create every TICKIT table (and its schema or database) that is missing (idempotent)."""
+    """Create every TICKIT table (and its schema or database) that is missing (idempotent).
+
+    On SQL Server the generated CDC set-up does it (database, CDC filegroup, tables, CDC on them); scratch copies
+    (`namespace_suffix`) are plain tables.
+    """
+    if not namespace_suffix and "mssql" in settings.topology.sources:
+        SqlServer(settings).post_start()
     for placement in placements(settings, namespace_suffix):
         conn = connect(settings, placement)
         try:

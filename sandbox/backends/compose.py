@@ -34,7 +34,6 @@ from sandbox.services.base import ServiceStatus
 from sandbox.services.localstack import LocalStack, restore_buckets, save_buckets
 from sandbox.services.mariadb import MariaDB, SQL_DIR as MYSQL_SQL_DIR, split_statements
 from sandbox.services.postgres import Postgres
-from sandbox.services.sqlserver import SqlServer
 
 COMPOSE_DIR = PROJECT_ROOT / "compose"
 COMPOSE_FILE = COMPOSE_DIR / "docker-compose.yml"
@@ -152,9 +151,8 @@ def prepare_services(settings: Settings, report) -> None:
     """What the containers do not do themselves: the same set-up as natively, through the published ports."""
     Postgres(settings).post_start()
     _prepare_mysql(settings)
-    SqlServer(settings).post_start()
     _prepare_localstack(settings)
-    tickit.create_tables(settings)
+    tickit.create_tables(settings)  # on SQL Server also the CDC set-up the container ran at its first start
     for name in register_all(settings, worker_view(settings)):
         report(f"connector {name}", "RUNNING")
 
@@ -180,6 +178,9 @@ def _prepare_localstack(settings: Settings) -> None:
 
 def down(settings: Settings, report) -> None:
     """Stop the containers; volumes (and the saved lake) stay."""
+    if not env_file(settings).exists():
+        report("stack", "was never started")
+        return
     localstack = LocalStack(settings)
     if _state_of(settings).get("localstack") == "running":
         save_buckets(localstack.s3(), localstack.snapshot_dir)
