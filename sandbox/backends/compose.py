@@ -182,7 +182,7 @@ def down(settings: Settings, report) -> None:
         report("stack", "was never started")
         return
     localstack = LocalStack(settings)
-    if _state_of(settings).get("localstack") == "running":
+    if _ps_rows(settings).get("localstack", {}).get("State") == "running":
         save_buckets(localstack.s3(), localstack.snapshot_dir)
         report("localstack", "buckets saved")
     _run(settings, "stop", what="stopping the stack")
@@ -197,11 +197,12 @@ def reset(settings: Settings, report) -> None:
         report("containers and volumes", "removed")
 
 
-def _state_of(settings: Settings) -> dict[str, str]:
+def _ps_rows(settings: Settings) -> dict[str, dict]:
+    """The project's containers by service, as `compose ps` reports them (none before the first `up`)."""
     if not env_file(settings).exists():
         return {}
     result = subprocess.run(command(settings, "ps", "--all", "--format", "json"), capture_output=True, text=True)
-    return {row["Service"]: row.get("State", "") for row in parse_ps(result.stdout)} if result.returncode == 0 else {}
+    return {row["Service"]: row for row in parse_ps(result.stdout)} if result.returncode == 0 else {}
 
 
 def parse_ps(output: str) -> list[dict]:
@@ -215,10 +216,7 @@ def parse_ps(output: str) -> list[dict]:
 
 
 def status(settings: Settings) -> tuple[list[ServiceStatus], list[tuple[str, str]]]:
-    rows = {}
-    if env_file(settings).exists():
-        result = subprocess.run(command(settings, "ps", "--all", "--format", "json"), capture_output=True, text=True)
-        rows = {row["Service"]: row for row in parse_ps(result.stdout)} if result.returncode == 0 else {}
+    rows = _ps_rows(settings)
     statuses = [_service_status(settings, name, rows.get(name)) for name in SERVICES]
     return statuses, native.connector_status(settings, statuses)
 
