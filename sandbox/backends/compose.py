@@ -245,8 +245,6 @@ def ephemeral_stack(base: Settings | None = None) -> Iterator[Settings]:
     """Start the whole compose stack on free ports in a temporary state directory for one test session, with
     testcontainers; yields Settings pointing at it (compose backend, `crm.user` in SQL Server, connectors running),
     and removes containers, volumes and the directory afterwards."""
-    from testcontainers.compose import DockerCompose
-
     base = base or Settings.load()
     require_engine(base, "ephemeral_stack")
     tools_dir = base.tools_dir
@@ -257,10 +255,16 @@ def ephemeral_stack(base: Settings | None = None) -> Iterator[Settings]:
         settings = Settings.load(env, backend="compose")
         settings.record_ports()
         settings.record_backend()
-        stack = DockerCompose(context=str(COMPOSE_DIR), compose_file_name=COMPOSE_FILE.name,
-                              env_file=str(write_files(settings)), wait=True,
-                              docker_command_path=docker_command_for_testcontainers(settings))
-        with stack:
+        with testcontainers_stack(settings):
             prepare_services(settings, lambda name, outcome: None)
             yield settings
+
+
+def testcontainers_stack(settings: Settings):
+    """The stack as a testcontainers `DockerCompose` (`up --wait` on enter, `down --volumes` on exit)."""
+    from testcontainers.compose import DockerCompose
+
+    return DockerCompose(context=str(COMPOSE_DIR), compose_file_name=COMPOSE_FILE.name,
+                         env_file=str(write_files(settings)), wait=True,
+                         docker_command_path=docker_command_for_testcontainers(settings))
 

@@ -227,3 +227,12 @@ def test_compose_ps_output_of_either_format_is_read():
     assert compose.parse_ps(json.dumps(line) + "\n") == [line]
     assert compose.parse_ps(json.dumps([line])) == [line]
     assert compose.parse_ps("") == []
+
+
+def test_the_testcontainers_stack_runs_the_same_files_and_ports(compose_binary, tmp_path):
+    settings = Settings.load({"SANDBOX_STATE_DIR": str(tmp_path / "s"), "SANDBOX_MSSQL_PORT": "21433"},
+                             backend="compose")
+    config = compose.testcontainers_stack(settings).get_config()
+    assert config["name"] == compose.project_name(settings)
+    assert set(config["services"]) == set(compose.SERVICES)
+    assert config["services"]["mssql"]["ports"][0]["published"] == "21433"
