@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: up down status test bench clean venv compose-cli
+.PHONY: up down status test bench clean venv compose-cli broken-variants
 
 venv: $(STAMP)
 
@@ -31,6 +31,11 @@ test: venv compose-cli
 	$(BIN)/sandbox up
 	@mkdir -p reports
 	$(BIN)/python -m pytest --junitxml=reports/junit.xml $(PYTEST_ARGS)
+
+# Every oracle suite and scenario against each deliberately broken job: which tests catch which bug.
+broken-variants: venv
+	$(BIN)/sandbox up
+	$(BIN)/python -m tests.broken_variants
 
 bench: venv
 	$(BIN)/sandbox up

@@ -223,6 +223,66 @@ def job_run(
     raise typer.Exit(job.run(settings, config, once=not continuous))
 
 
+scenario_app = typer.Typer(help="Scenario files: replay a production CDC bug and check what silver must show.",
+                           no_args_is_help=True)
+app.add_typer(scenario_app, name="scenario")
+
+
+@scenario_app.command("validate")
+def scenario_validate(files: list[Path]):
+    """Check scenario files without running them (the file, line and reason of the first problem of each)."""
+    from sandbox import scenario
+
+    failed = False
+    for path in files:
+        try:
+            spec = scenario.load(path)
+            console.print(f"[green]ok[/green] {path}: {spec.name} ({len(spec.steps)} steps)", highlight=False)
+        except SandboxError as exc:
+            console.print(f"[red]error:[/red] {exc.message}", highlight=False)
+            failed = True
+    raise typer.Exit(1 if failed else 0)
+
+
+@scenario_app.command("run")
+def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of the lake (default: a new one).")):
+    """Run one scenario against the sandbox, on a fresh lake over the scenario's tables."""
+    import uuid
+
+    from sandbox import scenario
+    from sandbox.oracle import RUN_STATS, Oracle
+    from sandbox.pipeline import Pipeline
+
+    try:
+        spec = scenario.load(file)
+        settings = Settings.load()
+        options = {k: v for k, v in spec.job.items() if k != "continuous"}
+        lake = lake or f"s3a://{settings.topology.lake_bucket}/scenario-{file.stem}-{uuid.uuid4().hex[:6]}"
+        pipe = Pipeline.start(settings, lake=lake, only=spec.tables, **options)
+        mutator = Mutator(settings)
+        oracle = Oracle(settings, pipe, mutator)
+        try:
+            result = scenario.run(spec, pipe, mutator, oracle, say=lambda line: console.print(line, highlight=False))
+        finally:
+            pipe.stop()
+    except SandboxError as exc:
+        _fail(exc)
+    except AssertionError as exc:
+        console.print(f"[red]scenario failed:[/red] {exc}", highlight=False)
+        raise typer.Exit(1)
+    out = Table(title=f"{spec.name}: passed ({lake})")
+    for column in ("check", "table", "commit", "source position", "rows"):
+        out.add_column(column)
+    for table, entries in oracle.recorded.items():
+        for entry in entries:
+            out.add_row(entry.label, table, entry.commit.instant, str(entry.commit.max_source_position),
+                        str(len(entry.state)))
+    console.print(out)
+    console.print(f"{result.checks} checks, {result.expectations} explicit expectations, "
+                  f"{len(RUN_STATS.time_travel_instants)} time-travel instants and {RUN_STATS.incremental_ranges} "
+                  f"incremental ranges checked through Spark and hudi-rs")
+
+
 @app.command()
 def query(
     table: str,

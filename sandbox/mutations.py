@@ -109,6 +109,9 @@ class Mutator:
         self.journal = journal or Journal(settings.state_dir / "journal.jsonl")
         self._placements = {p.table.name: p for p in placements(settings)}
         self._open: _OpenTransaction | None = None
+        # When set, MySQL-compatible sources stamp changes with this time instead of the clock (`SET TIMESTAMP`), as
+        # a source whose clock jumps back does: the binlog, and so Debezium's `ts_ms`, carries it.
+        self.source_clock: dt.datetime | None = None
 
     def placement(self, table: str) -> Placement:
         if table not in self._placements:
@@ -246,8 +249,12 @@ class Mutator:
     def _execute(self, conn, p: Placement, kind: str, key: dict, sql: str, params: tuple) -> list[str]:
         """Run one change; returns the Debezium operations it causes."""
         with conn.cursor() as cur:
+            if self.source_clock is not None:
+                _set_session_clock(cur, p.dialect, self.source_clock)
             cur.execute(sql, params)
             affected = cur.rowcount
+            if self.source_clock is not None:
+                _set_session_clock(cur, p.dialect, None)
         if kind == "add_column" or affected == 1:
             return list(DEBEZIUM_OPS[kind])
         if kind == "update" and affected == 0 and self._read_row(conn, p, key):
@@ -324,6 +331,16 @@ class SqlServerLsn(NamedTuple):
     """The end of a SQL Server database's log, as `sandbox.mssql.lsn_to_int` orders LSNs."""
 
     lsn: int
+
+
+def _set_session_clock(cur, dialect: str, at: dt.datetime | None) -> None:
+    if dialect != MYSQL:
+        raise SandboxError("only MySQL-compatible sources can stamp changes with a chosen time",
+                           "set the source clock on changes to MySQL tables only")
+    if at is None:
+        cur.execute("SET TIMESTAMP = DEFAULT")
+    else:
+        cur.execute("SET TIMESTAMP = %s", (at.replace(tzinfo=dt.timezone.utc).timestamp(),))
 
 
 def source_position(conn, dialect: str) -> tuple:

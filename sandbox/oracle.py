@@ -84,13 +84,17 @@ class Oracle:
         self.pending: dict[str, set[tuple]] = {}
         self.recorded: dict[str, list[Recorded]] = {}
         self.next_seq = mutator.journal.next_seq()
+        self.rounds = 0
+        self._verified_after = -1  # rounds done when the history was last verified
 
     # --- rounds --------------------------------------------------------------------------------------------
     def track(self, tables: list[str], label: str = "baseline") -> dict[str, Recorded]:
-        """Start following these tables: change one row of each (so the round has a source position to wait
-        for), then record and check the whole table."""
+        """Start following these tables: change one row of each not changed since the oracle began (so the round
+        has a source position to wait for), then record and check the whole table."""
+        changed = {c.table for c in self.mutator.journal.entries() if c.seq >= self.next_seq and c.debezium_ops}
         for table in tables:
-            self._marker_change(table)
+            if table not in changed:
+                self._marker_change(table)
         new = [t for t in tables if t not in self.shapes]
         for table in new:
             self.shapes[table] = Shape(get_table(table))
@@ -112,6 +116,7 @@ class Oracle:
         for entry in recorded.values():
             self._check_round(entry)
         self.stats.rounds += 1
+        self.rounds += 1
         return recorded
 
     def verify_history(self) -> None:

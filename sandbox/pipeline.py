@@ -23,6 +23,13 @@ from spark_jobs.session import spark_session
 from tickit_data import get_table
 
 
+def spark_for(settings: Settings, config: JobConfig | None = None):
+    """A Spark session with the job's jars and S3 settings for this sandbox."""
+    os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
+    time.tzset()
+    return spark_session(config or job.job_config(settings))
+
+
 @dataclass
 class Pipeline:
     settings: Settings
@@ -32,13 +39,12 @@ class Pipeline:
     owns_session: bool = True
     query: object = None  # the streaming query while running continuously
     paused: bool = False
+    resume_continuous: bool = False  # paused while running continuously
 
     @classmethod
     def start(cls, settings: Settings, lake: str, **options) -> "Pipeline":
-        os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
-        time.tzset()
         config = job.job_config(settings, lake=lake, **options)
-        return cls(settings, config, spark_session(config))
+        return cls(settings, config, spark_for(settings, config))
 
     def sibling(self, lake: str, **options) -> "Pipeline":
         """Another lake (and job options) in the same Spark session, e.g. Merge-on-Read beside Copy-on-Write."""
@@ -65,6 +71,17 @@ class Pipeline:
         if self.query is not None:
             self.query.stop()
             self.query = None
+
+    def pause(self) -> None:
+        """Changes made while paused reach the job together, in one micro-batch, when it resumes."""
+        self.paused = True
+        self.resume_continuous = self.query is not None
+        self.stop_continuous()
+
+    def resume(self) -> None:
+        self.paused = False
+        if self.resume_continuous:
+            self.start_continuous()
 
     def restart(self) -> None:
         """Stop the job and start it again from its checkpoint (a run-at-a-time job starts from it every run)."""
@@ -107,7 +124,7 @@ class Pipeline:
 
     def _table_exists(self, table: str) -> bool:
         jvm = self.spark._jvm
-        path = jvm.org.apache.hadoop.fs.Path(f"{self.path(table)}/.hoodie")
+        path = jvm.org.apache.hadoop.fs.Path(f"{self.path(table)}/.hoodie/timeline")
         return path.getFileSystem(self.spark._jsc.hadoopConfiguration()).exists(path)
 
     # --- reading silver ------------------------------------------------------------------------------------

@@ -52,7 +52,8 @@ def incremental(spark: SparkSession, path: str, after: str, end: str | None = No
 
 def timeline(spark: SparkSession, path: str) -> list[Commit]:
     """Completed commits, oldest first, read from the table's own timeline files (any Hadoop file system)."""
-    files = spark.read.format("binaryFile").load(f"{path}/.hoodie/timeline/*_*.*").select("path", "content").collect()
+    files = (spark.read.format("binaryFile").option("pathGlobFilter", "*_*.*")  # completed: <requested>_<completed>
+             .load(f"{path}/.hoodie/timeline").select("path", "content").collect())
     commits = []
     for row in files:
         name = row["path"].rsplit("/", 1)[1]
