@@ -1,0 +1,86 @@
+"""Scenario files: the shipped ones load, and a malformed one fails with the file, the line and the reason."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sandbox import scenario
+from sandbox.config import PROJECT_ROOT
+
+pytest_plugins = ["pytester"]
+
+SHIPPED = sorted((PROJECT_ROOT / "fixtures" / "scenarios").glob("*.yaml"))
+GOOD = """\
+name: ok
+tables: [category]
+steps:
+  - check: start
+  - update: {table: category, key: {catid: 1}, set: {catdesc: x}}
+  - check: end
+"""
+
+
+def test_at_least_five_scenarios_ship_and_all_load():
+    assert len(SHIPPED) >= 5
+    names = [scenario.load(path).name for path in SHIPPED]
+    assert len(set(names)) == len(names), "each scenario has a name of its own (its test id)"
+
+
+def test_a_valid_scenario_becomes_steps_with_their_lines(tmp_path):
+    path = tmp_path / "ok.yaml"
+    path.write_text(GOOD)
+    spec = scenario.load(path)
+    assert [(s.kind, s.line) for s in spec.steps] == [("check", 4), ("update", 5), ("check", 6)]
+    assert spec.labels == ["start", "end"]
+
+
+@pytest.mark.parametrize("text, line, reason", [
+    (GOOD.replace("update: {table: category, key: {catid: 1}, set:", "update: {table: category, key: {catid: 1}, values:"),
+     5, "update takes key, set, table, not 'values'"),
+    (GOOD.replace("- check: end", "- wait: 5"), 6, "unknown step 'wait'"),
+    (GOOD.replace("catdesc: x", "colour: x"), 5, "category has no column 'colour'"),
+    (GOOD.replace("tables: [category]", "tables: [categories]"), 2, "unknown table 'categories'"),
+    (GOOD.replace("key: {catid: 1}", "key: {catname: x}"), 5, "a key of category names exactly catid"),
+    (GOOD.replace("update: {table: category,", "update: {table: venue,"), 5, "table 'venue' is not in this scenario"),
+    (GOOD.replace("  - check: end\n", "  - check: end\n   bad: [\n"), 7, "not valid YAML"),
+    (GOOD.replace("name: ok\n", ""), 1, "missing 'name'"),
+    (GOOD + "tables: [venue]\n", 7, "duplicate key 'tables'"),
+    (GOOD.replace("- check: start", "- transaction: {update: 1}"), 4, "a transaction is a list of changes"),
+    (GOOD.replace("- check: start", "- source_clock: yesterday"), 4, "source_clock is a timestamp"),
+])
+def test_a_malformed_scenario_names_file_line_and_reason(tmp_path, text, line, reason):
+    path = tmp_path / "broken.yaml"
+    path.write_text(text)
+    with pytest.raises(scenario.ScenarioError) as error:
+        scenario.load(path)
+    assert error.value.line == line, error.value.message
+    assert reason in error.value.reason
+    assert error.value.message.startswith(f"{path}:{line}: ")
+
+
+def test_cli_validate_reports_the_problem_and_fails(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("- check: end", "- wait: 5"))
+    result = subprocess.run([sys.executable, "-m", "sandbox.cli", "scenario", "validate", str(SHIPPED[0]), str(bad)],
+                            capture_output=True, text=True, cwd=PROJECT_ROOT, env={**os.environ, "COLUMNS": "400"})
+    assert result.returncode == 1
+    assert f"ok {SHIPPED[0]}" in result.stdout.replace("\n", " ")
+    assert f"{bad}:6: unknown step 'wait'" in result.stdout.replace("\n", "")
+
+
+def test_pytest_collects_scenarios_and_reports_a_malformed_one(pytester):
+    scenarios_dir = pytester.mkdir("scenarios")
+    (scenarios_dir / "good.yaml").write_text(GOOD)
+    (scenarios_dir / "bad.yaml").write_text(GOOD.replace("catdesc: x", "colour: x"))
+    pytester.makeini("[pytest]\nsandbox_scenarios = scenarios\n")
+    result = pytester.runpytest_subprocess("--collect-only", "-q", "scenarios")
+    output = result.stdout.str()
+    assert "scenarios/good.yaml::ok" in output
+    assert f"{Path(scenarios_dir, 'bad.yaml')}:5: category has no column 'colour'" in output.replace("\n", "")
+    assert result.ret != 0
