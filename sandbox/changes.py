@@ -116,6 +116,12 @@ class ChangeReader:
         raise SandboxError(f"timed out after {timeout:.0f} s waiting on {self.topic} for {what} "
                            f"({len(self.events)} events read)", "check `sandbox status` and `sandbox logs connect`")
 
+    def wait_for_change(self, change, timeout: float) -> list[ChangeEvent]:
+        """Every event a journaled change must cause (a `mutations.Change`), in its operation order."""
+        return [self.wait_for(lambda e, op=op: e.value is not None and change.produced_by(e.value, e.key, op),
+                              timeout, f"{op!r} of journal entry {change.seq} ({change.kind} {change.key})")
+                for op in change.debezium_ops]
+
     def _decode(self, message) -> ChangeEvent:
         key = self.registry.decode(message.key())
         value = self.registry.decode(message.value())

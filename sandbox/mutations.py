@@ -180,6 +180,16 @@ class Mutator:
     def _random_delete(self, p: Placement, rng: random.Random) -> Change:
         return self.delete(p.table.name, self._key_of(p, self._random_row(p, rng)))
 
+    def touch(self, table: str, rng: random.Random | None = None) -> Change:
+        """Give one column of one row a new value: a change whose arrival shows everything before it arrived."""
+        rng = rng or random.Random()
+        row = self.sample_row(table, rng)
+        column = self.changeable_columns(table)[0]
+        value = row[column.name]
+        while value == row[column.name] or value is None:
+            value = random_value(column, rng)
+        return self.update(table, self._key_of(self.placement(table), row), {column.name: value})
+
     def changeable_columns(self, table: str) -> list[Column]:
         """Columns that are neither key nor reference: changing them keeps the data set consistent."""
         p = self.placement(table)

@@ -13,14 +13,11 @@ the source.
 
 from __future__ import annotations
 
-import random
 import time
-import uuid
 from dataclasses import dataclass, field, replace
 
 from sandbox.config import Settings
-from sandbox.errors import SandboxError
-from sandbox.mutations import Change, Mutator, added_column, random_value
+from sandbox.mutations import Change, Mutator, added_column
 from sandbox.silver import Rows, RustSilver, Shape, SparkSilver
 from sandbox.tickit import Placement, connect
 from spark_jobs.decode import BINLOG_FILE_FACTOR, BINLOG_POS_FACTOR
@@ -94,7 +91,7 @@ class Oracle:
         changed = {c.table for c in self.mutator.journal.entries() if c.seq >= self.next_seq and c.debezium_ops}
         for table in tables:
             if table not in changed:
-                self._marker_change(table)
+                self.mutator.touch(table)
         new = [t for t in tables if t not in self.shapes]
         for table in new:
             self.shapes[table] = Shape(get_table(table))
@@ -131,13 +128,6 @@ class Oracle:
             rows = read_source(self.settings, self.mutator.placement(table), latest.shape)
             source = {latest.shape.key_of(row): row for row in rows}
             self._check("snapshot vs source", latest, lambda r: r.snapshot(latest.shape), source)
-
-    def commit_of(self, table: str, label: str) -> Recorded:
-        for entry in self.recorded.get(table, []):
-            if entry.label == label:
-                return entry
-        raise SandboxError(f"no recorded commit {label!r} for {table}",
-                           "labels: " + ", ".join(e.label for e in self.recorded.get(table, [])))
 
     # --- the expected state --------------------------------------------------------------------------------
     def _new_changes(self) -> list[Change]:
@@ -195,16 +185,6 @@ class Oracle:
         self.recorded[table].append(entry)
         self.stats.tables.add(table)
         return entry
-
-    def _marker_change(self, table: str) -> Change:
-        rng = random.Random(uuid.uuid4().int)
-        row = self.mutator.sample_row(table, rng)
-        column = self.mutator.changeable_columns(table)[0]
-        value = row[column.name]
-        while value == row[column.name] or value is None:
-            value = random_value(column, rng)
-        placement = self.mutator.placement(table)
-        return self.mutator.update(table, {k: row[k] for k in placement.table.primary_key}, {column.name: value})
 
     # --- the checks ----------------------------------------------------------------------------------------
     def _check_round(self, entry: Recorded) -> None:

@@ -17,12 +17,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 EVENT_TIMEOUT = 180
 
 
-def wait_in_kafka(reader: ChangeReader, change) -> None:
-    for op in change.debezium_ops:
-        reader.wait_for(lambda e, op=op: e.value is not None and change.produced_by(e.value, e.key, op),
-                        EVENT_TIMEOUT, f"{op} of journal entry {change.seq}")
-
-
 def silver_row(pipeline, frame, table: str, key: dict) -> dict | None:
     condition = " AND ".join(f"`{k}` = {v!r}" for k, v in key.items())
     rows = frame.filter(condition).collect()
@@ -71,11 +65,11 @@ def test_delete_is_soft_and_time_travel_before_it_keeps_the_row(sandbox, pipelin
     with ChangeReader(kafka_bootstrap, sandbox.topology.topic(captured.namespace, table), registry,
                       from_end=True) as reader:
         inserted = mutator.insert(table, {c: template[c] for c in placement.table.column_names} | {pk: new_id})
-        wait_in_kafka(reader, inserted)
+        reader.wait_for_change(inserted, EVENT_TIMEOUT)
         pipeline.run_once()
         alive_commit = pipeline.timeline(table)[-1]
         deleted = mutator.delete(table, {pk: new_id})
-        wait_in_kafka(reader, deleted)
+        reader.wait_for_change(deleted, EVENT_TIMEOUT)
     pipeline.run_once()
     gone = silver_row(pipeline, pipeline.snapshot(table), table, {pk: new_id})
     assert gone["__op"] == "d" and gone["__deleted"] == "true"

@@ -69,11 +69,11 @@ def test_hard_deletes_remove_the_row_and_time_travel_still_has_it(sandbox, pipel
     new_id = mutator.next_key("venue") + 700
     with ChangeReader(kafka_bootstrap, sandbox.topology.topic("ems", "venue"), registry, from_end=True) as reader:
         inserted = mutator.insert("venue", {c: template[c] for c in placement.table.column_names} | {"venueid": new_id})
-        reader.wait_for(lambda e: e.value is not None and inserted.produced_by(e.value, e.key, "c"), 180, "insert")
+        reader.wait_for_change(inserted, 180)
         hard.run_once()
         alive_commit = hard.timeline("venue")[-1]
         deleted = mutator.delete("venue", {"venueid": new_id})
-        reader.wait_for(lambda e: e.value is not None and deleted.produced_by(e.value, e.key, "d"), 180, "delete")
+        reader.wait_for_change(deleted, 180)
     hard.run_once()
     assert hard.snapshot("venue").filter(f"venueid = {new_id}").count() == 0
     assert hard.time_travel("venue", alive_commit.instant).filter(f"venueid = {new_id}").count() == 1
