@@ -54,7 +54,7 @@ def sandbox_settings(request, tmp_path_factory) -> Settings:
 def ephemeral_settings(state_dir: Path) -> Settings:
     """Settings of a new native sandbox in `state_dir`, every service on a free port (tools are shared)."""
     env = dict(os.environ, SANDBOX_STATE_DIR=str(state_dir), SANDBOX_BACKEND="native")
-    taken: set[int] = set()
+    taken = set(DEFAULT_PORTS.values())  # leave the ports of a `make up` sandbox alone
     for name in DEFAULT_PORTS:
         port = port_for.select_random(exclude_ports=taken)
         taken.add(port)

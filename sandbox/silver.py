@@ -52,13 +52,13 @@ class Shape:
             out.append(value)
         return tuple(out)
 
-    def rows(self, records) -> Rows:
+    def rows(self, records, normalized: bool = False) -> Rows:
         """(compared columns..., __deleted, _hoodie_commit_time) records -> {key: row or None}, the latest commit
         winning when a reader returns a key more than once."""
         latest: dict[tuple, tuple[str, tuple | None]] = {}
         width = len(self.columns)
         for record in records:
-            row = self.normalize(record[:width])
+            row = tuple(record[:width]) if normalized else self.normalize(record[:width])
             deleted, commit_time = record[width], record[width + 1]
             key = self.key_of(row)
             if key not in latest or commit_time > latest[key][0]:
@@ -87,7 +87,9 @@ class SparkSilver:
     def _rows(self, shape: Shape, frame) -> Rows:
         present = set(frame.columns)
         columns = [f"`{c}`" if c in present else f"NULL AS `{c}`" for c in [*shape.columns, *META_COLUMNS]]
-        return shape.rows(tuple(r) for r in frame.selectExpr(*columns).collect())
+        # Collected as Arrow batches (what toPandas uses, without pandas): several times faster than Row objects
+        # for the large tables, and the values arrive in the same Python types.
+        return arrow_rows(shape, frame.selectExpr(*columns)._collect_as_arrow())
 
 
 class RustSilver:
@@ -126,10 +128,30 @@ class RustSilver:
         return self._rows(shape, self._table(shape).read(options))
 
     def _rows(self, shape: Shape, batches) -> Rows:
-        if not batches:
-            return {}
-        table = pa.Table.from_batches(batches)
-        columns = []
-        for name in [*shape.columns, *META_COLUMNS]:
-            columns.append(table.column(name).to_pylist() if name in table.column_names else [None] * table.num_rows)
-        return shape.rows(zip(*columns))
+        return arrow_rows(shape, batches)
+
+
+def arrow_rows(shape: Shape, batches) -> Rows:
+    """Arrow record batches holding (some of) the compared columns and the meta columns -> {key: row or None}."""
+    if not batches:
+        return {}
+    table = pa.Table.from_batches(batches)
+    columns = [_values(shape, table, name) for name in [*shape.columns, *META_COLUMNS]]
+    return shape.rows(zip(*columns), normalized=True)
+
+
+def _values(shape: Shape, table: pa.Table, name: str) -> list:
+    """One column as the source's Python types (what `Shape.normalize` does row by row, a column at a time)."""
+    if name not in table.column_names:
+        return [None] * table.num_rows
+    column = table.column(name)
+    if pa.types.is_timestamp(column.type) and column.type.tz:
+        column = column.cast(pa.timestamp(column.type.unit))  # the same instants, as naive UTC
+    values = column.to_pylist()
+    if name in shape.columns:
+        spec = shape.table.column(name)
+        if spec.type == BOOL:
+            return [None if v is None else bool(v) for v in values]
+        if spec.fixed_length:
+            return [None if v is None else v.rstrip(" ") for v in values]
+    return values

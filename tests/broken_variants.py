@@ -7,9 +7,11 @@ broken-variants`) runs the oracle suites and the scenarios once per variant and 
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
@@ -94,22 +96,35 @@ def failed_tests(junit: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """Run the suites once per variant; print which tests caught it; fail if a variant went uncaught."""
+    parser = argparse.ArgumentParser(description="Run the suites against each broken variant of the job.")
+    parser.add_argument("variants", nargs="*", help=f"default: all of {', '.join(VARIANTS)}")
+    parser.add_argument("--suite", action="append", help=f"test paths (repeatable; default: {' '.join(SUITES)})")
+    args = parser.parse_args(argv)
+    for name in args.variants:
+        if name not in VARIANTS:
+            parser.error(f"no variant {name!r}; choose from {', '.join(VARIANTS)}")
     reports = Path("reports/broken-variants")
     reports.mkdir(parents=True, exist_ok=True)
     uncaught = []
-    for name in argv or list(VARIANTS):
+    for name in args.variants or list(VARIANTS):
         junit = reports / f"{name}.xml"
         print(f"--- {name}: {VARIANTS[name].__doc__.strip().splitlines()[0]}", flush=True)
-        subprocess.run([sys.executable, "-m", "pytest", *SUITES, "-q", "-p", "no:cacheprovider", "--oracle-timeout",
-                        "120", f"--junitxml={junit}", f"--sandbox-summary={reports / name}.txt"],
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "pytest", *(args.suite or SUITES), "-q", "-p", "no:cacheprovider",
+                        "--oracle-timeout", "120", f"--junitxml={junit}", f"--sandbox-summary={reports / name}.txt"],
                        env={**os.environ, "SANDBOX_BROKEN_JOB": name}, stdout=subprocess.DEVNULL)
         caught = failed_tests(junit)
-        print(f"{name}: caught by {len(caught)} tests" + "".join(f"\n    {t}" for t in caught), flush=True)
+        print(f"{name}: caught by {len(caught)} of {count_tests(junit)} tests in {time.monotonic() - started:.0f} s"
+              + "".join(f"\n    {t}" for t in caught), flush=True)
         if not caught:
             uncaught.append(name)
     if uncaught:
         print(f"NOT caught: {', '.join(uncaught)}")
     return 1 if uncaught else 0
+
+
+def count_tests(junit: Path) -> int:
+    return sum(1 for _ in ET.parse(junit).getroot().iter("testcase"))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ALL_TABLES = ["category", "venue", "date", "user", "event", "listing", "sale"]
 
 
-def test_full_tickit_load_in_silver_has_exact_counts_and_checksums(sandbox, tickit_loaded, oracle):
+def test_full_tickit_load_in_silver_has_exact_counts_and_checksums(sandbox, tickit_loaded, oracle, pipeline):
     recorded = oracle.track(ALL_TABLES, label="full load")
     assert set(recorded) == set(ALL_TABLES), "every table committed"
     for placement in tickit.placements(sandbox):
@@ -30,6 +30,8 @@ def test_full_tickit_load_in_silver_has_exact_counts_and_checksums(sandbox, tick
             silver = [row for row in reader.snapshot(entry.shape).values() if row is not None]
             assert len(silver) == len(source), f"{table} ({reader.name}): {len(silver)} rows, source {len(source)}"
             assert table_checksum(table, silver) == table_checksum(table, source), f"{table} ({reader.name})"
+    live = pipeline.spark.sql("SELECT COUNT(*) AS n FROM tickit_cdc_hudi.sale WHERE __deleted = 'false'").first()["n"]
+    assert live == len(recorded["sale"].state), "the catalog table reads the same silver"
 
 
 def test_rounds_of_inserts_updates_and_deletes_across_all_tables(oracle, mutator):
@@ -42,7 +44,7 @@ def test_rounds_of_inserts_updates_and_deletes_across_all_tables(oracle, mutator
     oracle.verify_history()
 
 
-@pytest.mark.parametrize("table", ["venue", "sale"])  # Postgres and MariaDB
+@pytest.mark.parametrize("table", ["venue", "date"])  # Postgres and MariaDB
 def test_delete_then_reinsert_of_the_same_key(oracle, mutator, pipeline, table):
     oracle.track([table])
     (pk,) = mutator.placement(table).table.primary_key
@@ -73,7 +75,7 @@ def test_update_of_a_primary_key(oracle, mutator, table):
     oracle.verify_history()
 
 
-@pytest.mark.parametrize("table", ["category", "listing"])
+@pytest.mark.parametrize("table", ["category", "date"])
 def test_many_updates_to_one_key_in_one_micro_batch(oracle, mutator, pipeline, table):
     oracle.track([table])
     (pk,) = mutator.placement(table).table.primary_key
@@ -103,8 +105,9 @@ EDGE_TIMES = [dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59), dt
               dt.datetime(2099, 12, 31, 23, 59, 59)]
 
 
-def test_nulls_unicode_decimal_and_timestamp_edges(oracle, mutator):
-    oracle.track(["venue", "event", "sale"])
+def test_nulls_unicode_and_timestamp_edges(oracle, mutator):
+    """(Decimal edges: fixtures/scenarios/edge-values.yaml.)"""
+    oracle.track(["venue", "event"])
     venue_id = mutator.next_key("venue")
     mutator.insert("venue", {"venueid": venue_id, "venuename": "Théâtre 東京 🎭 e\u0301 'quoted' \\ back\tslash",
                              "venuecity": None, "venuestate": None, "venueseats": None})
@@ -112,11 +115,7 @@ def test_nulls_unicode_decimal_and_timestamp_edges(oracle, mutator):
     for i, moment in enumerate(EDGE_TIMES):
         mutator.insert("event", {**event, "eventid": mutator.next_key("event"), "eventname": f"edge {i} ✓",
                                  "starttime": moment + dt.timedelta(microseconds=999999 if i == 3 else 0)})
-    sale = mutator.sample_row("sale", random.Random(52))
-    for price, commission in ((Decimal("999999.99"), Decimal("0.00")), (Decimal("-999999.99"), Decimal("0.01")),
-                              (None, None)):
-        mutator.insert("sale", {**sale, "salesid": mutator.next_key("sale"), "pricepaid": price,
-                                "commission": commission, "saletime": None if price is None else EDGE_TIMES[2]})
+    mutator.insert("event", {**event, "eventid": mutator.next_key("event"), "eventname": None, "starttime": None})
     recorded = oracle.round("edge values")
     assert recorded["venue"].state[(venue_id,)][1].startswith("Théâtre 東京 🎭")
     oracle.verify_history()
