@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from sandbox.config import Settings
+from sandbox.mssql import SERIAL_BITS, WITHIN_COMMIT_BITS
 from sandbox.mutations import Change, Mutator, added_column
 from sandbox.silver import Rows, RustSilver, Shape, SparkSilver
 from sandbox.tickit import Placement, connect
@@ -66,6 +67,8 @@ def position_floor(change: Change) -> int:
     position = change.position
     if "lsn_from" in position:
         return position["lsn_from"]
+    if "commit_lsn_from" in position:  # SQL Server: the commit LSN is the high part of the position
+        return position["commit_lsn_from"] << (WITHIN_COMMIT_BITS + SERIAL_BITS)
     file_number = int(position["file_from"].rsplit(".", 1)[-1])
     return file_number * BINLOG_FILE_FACTOR + position["pos_from"] * BINLOG_POS_FACTOR
 
@@ -104,7 +107,7 @@ class Oracle:
     def round(self, label: str = "") -> dict[str, Recorded]:
         """Wait for the pipeline to reach the journal's latest changes, record the expected state, check it."""
         changes = self._new_changes()
-        label = label or f"round {self.stats.rounds + 1}"
+        label = label or f"round {self.rounds + 1}"
         targets = self._apply(changes)
         started = time.monotonic()
         commits = self.pipeline.wait_for_positions(targets, self.timeout)

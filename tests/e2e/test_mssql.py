@@ -84,3 +84,12 @@ def test_changes_reach_kafka_within_their_journaled_lsns(mssql_settings, user_re
     assert positions == sorted(positions)
     row = typed_row(reader.events[-1], registry)
     assert row["city"] == "Sandbox City" and row["userid"] == values["userid"] and row["__op"] == "u"
+
+
+def test_rounds_on_sql_server_reach_silver_with_time_travel(mssql_settings, oracle, mutator):
+    """The oracle over `user` on SQL Server: positions from commit LSNs, both readers, every commit."""
+    oracle.track(["user"])
+    for seed in (7, 8):
+        mutator.random_batch(10, seed=seed, tables=["user"])
+        oracle.round(f"seed {seed}")
+    oracle.verify_history()
