@@ -65,20 +65,24 @@ def latest_per_key(rows: DataFrame, spec: TableSpec) -> DataFrame:
 
 
 def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, changes: DataFrame, batch_id: int) -> dict:
-    rows = latest_per_key(source_position(changes, spec.position), spec)
+    positioned = source_position(changes, spec.position)
+    # The commit reaches the highest position among all the batch's changes, also those a later change of the
+    # same key supersedes.
+    reached = positioned.agg(F.max("_source_position").alias("max_position")).first()["max_position"]
+    rows = latest_per_key(positioned, spec)
     rows = rows.withColumnRenamed("offset", "_kafka_offset").withColumnRenamed("partition", "_kafka_partition") \
         .withColumnRenamed("timestamp", "_kafka_timestamp").drop("topic", "_schema_id")
     if config.hard_deletes:
         rows = rows.withColumn("_hoodie_is_deleted", F.col("__deleted") == F.lit("true"))
     rows = rows.cache()
-    stats = rows.agg(F.count(F.lit(1)).alias("rows"), F.max("_source_position").alias("max_position")).first()
-    if not stats["rows"]:
+    count = rows.count()
+    if not count:
         return {"rows": 0}
-    rows.write.format("hudi").options(**hudi_options(config, spec, stats["max_position"], batch_id)) \
+    rows.write.format("hudi").options(**hudi_options(config, spec, reached, batch_id)) \
         .mode("append").save(config.silver_path(spec.table))
     rows.unpersist()
     register(spark, config, spec.table)
-    return {"rows": stats["rows"], "max_source_position": stats["max_position"]}
+    return {"rows": count, "max_source_position": reached}
 
 
 def register(spark: SparkSession, config: JobConfig, table: str) -> None:
