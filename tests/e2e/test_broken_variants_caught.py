@@ -32,7 +32,10 @@ def test_broken_job_is_caught(variant, sandbox, pipeline_factory, mutator, monke
     with pytest.raises((AssertionError, SandboxError)) as caught:
         scenarios.run(spec, pipeline, mutator, oracle)
     message = str(caught.value)
+    waited_in_vain = isinstance(caught.value, SandboxError) and "timed out" in message and spec.tables[0] in message
     if variant == "skip-table":
-        assert "timed out" in message and "venue" in message, message
+        assert waited_in_vain, message
+    elif variant == "drop-deletes":  # a batch of deletes only commits nothing: silver never reaches their position
+        assert isinstance(caught.value, AssertionError) or waited_in_vain, message
     else:
         assert isinstance(caught.value, AssertionError), message
