@@ -247,10 +247,22 @@ def oracle_factory(request, sandbox: Settings, mutator: Mutator):
             oracle.verify_history()
 
 
+@pytest.fixture(scope="module")
+def module_pipeline(sandbox: Settings, spark):
+    """The Hudi job on a lake of its own for one test module (what `oracle` checks)."""
+    from sandbox import job
+    from sandbox.pipeline import Pipeline
+
+    pipe = Pipeline(sandbox, job.job_config(sandbox, lake=new_lake(sandbox)), spark, owns_session=False)
+    yield pipe
+    pipe.stop()
+
+
 @pytest.fixture
-def oracle(oracle_factory, pipeline) -> Oracle:
-    """An oracle over the session pipeline: `track(tables)`, mutate, `round()`; history is verified at the end."""
-    return oracle_factory(pipeline)
+def oracle(oracle_factory, module_pipeline) -> Oracle:
+    """An oracle over the module's pipeline (`oracle.pipeline`): `track(tables)`, mutate, `round()`; its history
+    is verified again at the end of the test."""
+    return oracle_factory(module_pipeline)
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
