@@ -189,14 +189,19 @@ def new_lake(settings: Settings, name: str = "test") -> str:
     return f"s3a://{settings.topology.lake_bucket}/{name}-{uuid.uuid4().hex[:8]}"
 
 
+def pipeline_on_new_lake(settings: Settings, spark, **options):
+    """The job (in the shared Spark session) on a fresh lake: fresh checkpoints, fresh silver."""
+    from sandbox import job
+    from sandbox.pipeline import Pipeline
+
+    return Pipeline(settings, job.job_config(settings, lake=new_lake(settings), **options), spark, owns_session=False)
+
+
 @pytest.fixture(scope="session")
 def pipeline(sandbox: Settings, spark):
     """The Hudi job on a lake of its own (fresh checkpoints) for this test session, run in-process: `run_once()`
     or `start_continuous()`, and `wait_for_positions()` to wait until silver has reached source positions."""
-    from sandbox import job
-    from sandbox.pipeline import Pipeline
-
-    pipe = Pipeline(sandbox, job.job_config(sandbox, lake=new_lake(sandbox)), spark, owns_session=False)
+    pipe = pipeline_on_new_lake(sandbox, spark)
     yield pipe
     pipe.stop()
 
@@ -204,14 +209,10 @@ def pipeline(sandbox: Settings, spark):
 @pytest.fixture
 def pipeline_factory(sandbox: Settings, spark):
     """New pipelines on fresh lakes (optionally over a subset of the tables); stopped after the test."""
-    from sandbox import job
-    from sandbox.pipeline import Pipeline
-
     made = []
 
-    def make(only: list[str] | None = None, **options) -> Pipeline:
-        pipe = Pipeline(sandbox, job.job_config(sandbox, lake=new_lake(sandbox), only=only, **options), spark,
-                        owns_session=False)
+    def make(only: list[str] | None = None, **options):
+        pipe = pipeline_on_new_lake(sandbox, spark, only=only, **options)
         made.append(pipe)
         return pipe
 
@@ -250,10 +251,7 @@ def oracle_factory(request, sandbox: Settings, mutator: Mutator):
 @pytest.fixture(scope="module")
 def module_pipeline(sandbox: Settings, spark):
     """The Hudi job on a lake of its own for one test module (what `oracle` checks)."""
-    from sandbox import job
-    from sandbox.pipeline import Pipeline
-
-    pipe = Pipeline(sandbox, job.job_config(sandbox, lake=new_lake(sandbox)), spark, owns_session=False)
+    pipe = pipeline_on_new_lake(sandbox, spark)
     yield pipe
     pipe.stop()
 
