@@ -176,10 +176,13 @@ def test_spark_folds_positions_exactly_as_python():
     events = [("0000002b:00000158:0010", "0000002b:00000150:0002", 2),
               ("00ffffff:00fffff0:ffff", "00ffffff:00ffff00:0001", 1),
               ("0000002c:00000001:0002", None, None)]
-    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    # The suite's end-to-end session may already run in this process; stop only a session made here.
+    shared = SparkSession.getActiveSession()
+    spark = shared or SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     frame = spark.createDataFrame(events, "__commit_lsn string, __change_lsn string, __event_serial_no long")
     try:
         rows = source_position(frame, "sqlserver").select(F.col("_source_position").cast("string")).collect()
     finally:
-        spark.stop()
+        if shared is None:
+            spark.stop()
     assert [int(row[0]) for row in rows] == [event_position(*event) for event in events]
