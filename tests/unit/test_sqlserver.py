@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -168,21 +172,25 @@ def test_a_journal_position_covers_the_commit_lsn_of_its_event():
     assert not position_in(position, {"__commit_lsn": "0000002b:00000160:0002"})
 
 
+SPARK_FOLD = """
+import json, sys
+from pyspark.sql import SparkSession, functions as F
+from spark_jobs.decode import source_position
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+frame = spark.createDataFrame(json.load(sys.stdin), "__commit_lsn string, __change_lsn string, __event_serial_no long")
+rows = source_position(frame, "sqlserver").select(F.col("_source_position").cast("string")).collect()
+print(json.dumps([row[0] for row in rows]))
+spark.stop()
+"""
+
+
 def test_spark_folds_positions_exactly_as_python():
-    from pyspark.sql import SparkSession, functions as F
-
-    from spark_jobs.decode import source_position
-
-    events = [("0000002b:00000158:0010", "0000002b:00000150:0002", 2),
-              ("00ffffff:00fffff0:ffff", "00ffffff:00ffff00:0001", 1),
-              ("0000002c:00000001:0002", None, None)]
-    # The suite's end-to-end session may already run in this process; stop only a session made here.
-    shared = SparkSession.getActiveSession()
-    spark = shared or SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-    frame = spark.createDataFrame(events, "__commit_lsn string, __change_lsn string, __event_serial_no long")
-    try:
-        rows = source_position(frame, "sqlserver").select(F.col("_source_position").cast("string")).collect()
-    finally:
-        if shared is None:
-            spark.stop()
-    assert [int(row[0]) for row in rows] == [event_position(*event) for event in events]
+    # In a process of its own: PySpark fixes the JVM's classpath at the first session, and the end-to-end
+    # suites in this process need one started with the job's jars.
+    events = [["0000002b:00000158:0010", "0000002b:00000150:0002", 2],
+              ["00ffffff:00fffff0:ffff", "00ffffff:00ffff00:0001", 1],
+              ["0000002c:00000001:0002", None, None]]
+    folded = subprocess.run([sys.executable, "-c", SPARK_FOLD], input=json.dumps(events), capture_output=True,
+                            text=True, cwd=Path(__file__).parents[2])
+    assert folded.returncode == 0, folded.stderr
+    assert [int(value) for value in json.loads(folded.stdout)] == [event_position(*event) for event in events]
