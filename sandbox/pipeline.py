@@ -40,6 +40,7 @@ class Pipeline:
     query: object = None  # the streaming query while running continuously
     paused: bool = False
     resume_continuous: bool = False  # paused while running continuously
+    drives_job: bool = True  # False: the job runs elsewhere (e.g. `sandbox job run`); waits only read silver
 
     @classmethod
     def start(cls, settings: Settings, lake: str, **options) -> "Pipeline":
@@ -94,16 +95,11 @@ class Pipeline:
         reached: dict[str, queries.Commit] = {}
 
         def all_reached() -> bool:
-            if self.query is None and not self.paused:
-                self.run_once()
-            elif self.query is not None and self.query.exception() is not None:
+            if self.query is not None and self.query.exception() is not None:
                 raise SandboxError(f"the continuous job failed: {self.query.exception()}", "see the Spark log above")
-            for table, target in targets.items():
-                if table not in reached:
-                    commit = self.first_commit_at(table, target)
-                    if commit is not None:
-                        reached[table] = commit
-            return len(reached) == len(targets)
+            if self.query is None and not self.paused and self.drives_job:
+                self.run_once()
+            return self._reach(targets, reached)
 
         if self.paused and targets:
             raise SandboxError("the pipeline is paused", "resume it before waiting for it to reach a position")
@@ -112,6 +108,14 @@ class Pipeline:
                    "the job may be skipping a table or failing; see its batch summaries: "
                    + "; ".join(self.reports[-3:]), interval=0.5)
         return reached
+
+    def _reach(self, targets: dict[str, int], reached: dict[str, queries.Commit]) -> bool:
+        for table, target in targets.items():
+            if table not in reached:
+                commit = self.first_commit_at(table, target)
+                if commit is not None:
+                    reached[table] = commit
+        return len(reached) == len(targets)
 
     def first_commit_at(self, table: str, target: int) -> queries.Commit | None:
         """The earliest commit of the table whose source position reaches `target`."""

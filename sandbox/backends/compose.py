@@ -31,7 +31,8 @@ from sandbox.connectors import WorkerView, register_all
 from sandbox.credentials import ensure_credentials, login
 from sandbox.errors import SandboxError
 from sandbox.services.base import ServiceStatus
-from sandbox.services.localstack import LocalStack, restore_buckets, save_buckets
+from sandbox.services import bucket_snapshot
+from sandbox.services.localstack import LocalStack
 from sandbox.services.mariadb import MariaDB, SQL_DIR as MYSQL_SQL_DIR, split_statements
 from sandbox.services.postgres import Postgres
 
@@ -171,8 +172,8 @@ def _prepare_localstack(settings: Settings) -> None:
     localstack = LocalStack(settings)
     client = localstack.s3()
     empty = not client.list_buckets()["Buckets"]
-    if empty and localstack.snapshot_dir.is_dir():
-        restore_buckets(client, localstack.snapshot_dir)
+    if empty:
+        bucket_snapshot.restore(client, localstack.snapshot_dir)
     localstack.post_start()
 
 
@@ -183,8 +184,8 @@ def down(settings: Settings, report) -> None:
         return
     localstack = LocalStack(settings)
     if _ps_rows(settings).get("localstack", {}).get("State") == "running":
-        save_buckets(localstack.s3(), localstack.snapshot_dir)
-        report("localstack", "buckets saved")
+        saved = bucket_snapshot.save(localstack.s3(), localstack.snapshot_dir)
+        report("localstack", f"buckets saved ({saved.describe('downloaded')})")
     _run(settings, "stop", what="stopping the stack")
     for name in SERVICES:
         report(name, "stopped")

@@ -108,7 +108,7 @@ def down(settings: Settings, report) -> None:
         if svc.external:
             report(svc.name, "external, left alone")
         else:
-            report(svc.name, "stopped" if svc.stop() else "was not running")
+            report(svc.name, svc.shut_down())
 
 
 def status(settings: Settings) -> tuple[list[ServiceStatus], list[tuple[str, str]]]:

@@ -109,6 +109,10 @@ class NativeService:
             return False
         return process.stop_process(self.pid_file)
 
+    def shut_down(self) -> str:
+        """Stop the service; returns what was done, for the progress display."""
+        return "stopped" if self.stop() else "was not running"
+
     def status(self) -> ServiceStatus:
         address = self.endpoint.address
         if self.external:

@@ -1,20 +1,20 @@
 """LocalStack with only S3, from its own virtualenv; the lake bucket is created once it answers.
 
 LocalStack's community edition keeps S3 in memory (its persistence is a paid feature), so `stop` saves every
-bucket to `<state>/data/localstack/buckets/` and the next start puts the objects back: `sandbox down` keeps the lake.
+bucket to `<state>/data/localstack/buckets/` and the next start puts the objects back exactly
+(`bucket_snapshot`): `sandbox down` keeps the lake.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import boto3
 import requests
 from botocore.config import Config
-from botocore.exceptions import ClientError
 
 from sandbox import process
+from sandbox.services import bucket_snapshot
 from sandbox.services.base import NativeService
 
 # LocalStack accepts any credentials; these are the ones its documentation uses.
@@ -26,6 +26,7 @@ REGION = "us-east-1"
 class LocalStack(NativeService):
     name = "localstack"
     start_timeout = 120
+    saved: bucket_snapshot.Outcome | None = None  # what the last stop saved
 
     def prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -60,50 +61,26 @@ class LocalStack(NativeService):
         return self.data_dir / "buckets"
 
     def post_start(self) -> None:
-        _ensure_bucket(self.s3(), self.settings.topology.lake_bucket)
+        bucket_snapshot.ensure_bucket(self.s3(), self.settings.topology.lake_bucket)
 
     def start(self) -> str:
         outcome = super().start()
         # Only a freshly started LocalStack is empty; restoring into a running one would resurrect deleted objects.
-        if outcome == "started" and self.snapshot_dir.is_dir():
-            restore_buckets(self.s3(), self.snapshot_dir)
+        if outcome == "started":
+            restored = bucket_snapshot.restore(self.s3(), self.snapshot_dir)
+            if restored.objects:
+                outcome += f", buckets restored ({restored.describe('uploaded')})"
         return outcome
 
     def stop(self) -> bool:
+        self.saved = None
         if not self.external and self.pid() is not None and process.quietly(self.is_ready):
-            save_buckets(self.s3(), self.snapshot_dir)
+            self.saved = bucket_snapshot.save(self.s3(), self.snapshot_dir)
         return super().stop()
 
-
-def _ensure_bucket(client, bucket: str) -> None:
-    try:
-        client.head_bucket(Bucket=bucket)
-    except ClientError:
-        client.create_bucket(Bucket=bucket)
-
-
-def save_buckets(client, snapshot_dir: Path) -> None:
-    """Copy every object of every bucket to `snapshot_dir/<bucket>/<key>`, replacing the previous copy whole."""
-    staging = snapshot_dir.with_name(snapshot_dir.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for bucket in client.list_buckets()["Buckets"]:
-        name = bucket["Name"]
-        (staging / name).mkdir()
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=name):
-            for obj in page.get("Contents", []):
-                target = staging / name / obj["Key"]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                client.download_file(name, obj["Key"], str(target))
-    shutil.rmtree(snapshot_dir, ignore_errors=True)
-    staging.rename(snapshot_dir)
-
-
-def restore_buckets(client, snapshot_dir: Path) -> None:
-    for bucket_dir in sorted(p for p in snapshot_dir.iterdir() if p.is_dir()):
-        _ensure_bucket(client, bucket_dir.name)
-        for path in sorted(p for p in bucket_dir.rglob("*") if p.is_file()):
-            client.upload_file(str(path), bucket_dir.name, path.relative_to(bucket_dir).as_posix())
+    def shut_down(self) -> str:
+        outcome = super().shut_down()
+        return f"{outcome}, buckets saved ({self.saved.describe('downloaded')})" if self.saved else outcome
 
 
 def s3_client(endpoint_url: str):

@@ -1,26 +1,47 @@
-"""`up` twice reuses what runs; `down` stops everything and keeps the data; `up` again resumes capture."""
+"""`up` twice reuses what runs; `down` and `up` keep every S3 object exactly, and the job goes on writing the same
+lake afterwards: the oracle checks silver, time travel to the commits before the restart and incremental reads
+across it, for a lake of the harness and for the default lake written by `sandbox job run`."""
 
 from __future__ import annotations
 
+import os
+import random
 import subprocess
 import sys
+import uuid
 
 import pytest
 
+from sandbox import job
 from sandbox.backends import native
-from sandbox.changes import ChangeReader
+from sandbox.oracle import Oracle
+from sandbox.pipeline import Pipeline
+from sandbox.pytest_plugin import pipeline_on_new_lake
+from sandbox.services import bucket_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def sandbox_cli(*args: str) -> str:
-    result = subprocess.run([sys.executable, "-m", "sandbox", *args], capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
+def sandbox_cli(*args: str, timeout: float = 600) -> str:
+    result = subprocess.run([sys.executable, "-m", "sandbox", *args], capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"sandbox {' '.join(args)}: exit {result.returncode}\n" \
+                                   + result.stdout[-3000:] + result.stderr[-3000:]
     return " ".join(result.stdout.split())
 
 
 def pids(settings) -> dict[str, int | None]:
     return {svc.name: svc.pid() for svc in native.all_services(settings)}
+
+
+def described(s3, bucket: str) -> dict[str, tuple]:
+    """key -> (size, ETag, content type, user metadata, bytes) of every object in the bucket."""
+    objects = {}
+    for (_, key), (size, etag) in bucket_snapshot.listing(s3).items():
+        if _ != bucket:
+            continue
+        got = s3.get_object(Bucket=bucket, Key=key)
+        objects[key] = (size, etag, got["ContentType"], got["Metadata"], got["Body"].read())
+    return objects
 
 
 def test_up_twice_reuses_installs_and_running_services(sandbox):
@@ -32,23 +53,75 @@ def test_up_twice_reuses_installs_and_running_services(sandbox):
     assert pids(sandbox) == before
 
 
-def test_down_keeps_data_and_up_resumes_capture(sandbox, postgres, kafka_bootstrap, registry, s3, lake_bucket):
-    s3.put_object(Bucket=lake_bucket, Key="lifecycle/kept.txt", Body=b"lake object")
-    with postgres.connect() as conn, conn.cursor() as cur:
-        cur.execute("INSERT INTO ems.cdc_probe (id, name) VALUES (-1, 'kept across restart') "
-                    "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name")
+def test_bucket_snapshot_keeps_keys_bytes_and_headers_and_saves_only_what_changed(sandbox, s3, tmp_path):
+    bucket = f"snapshot-test-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    objects = {
+        "silver/category/.hoodie/.temp/": (b"", "application/x-directory"),  # an S3A directory marker
+        "silver/category/.hoodie/.temp/20261122.marker": (b"marker", "application/octet-stream"),
+        "a": (b"an object named like a folder", "text/plain"),
+        "a/b": (b"an object under it", "text/plain; charset=utf-8"),
+        "empty": (b"", "binary/octet-stream"),
+        "part-0001.parquet": (os.urandom(3 << 20), "application/octet-stream"),
+        "copy-of-part.parquet": (None, "application/vnd.apache.parquet"),  # same bytes as the one above
+    }
+    try:
+        for key, (body, content_type) in objects.items():
+            body = objects["part-0001.parquet"][0] if body is None else body
+            s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type, Metadata={"written-as": key})
+        before = described(s3, bucket)
+        assert len(before) == len(objects)
+
+        first = bucket_snapshot.save(s3, tmp_path / "snapshot", buckets=[bucket])
+        assert (first.objects, first.transferred) == (len(objects), len(objects))
+        for key in before:
+            s3.delete_object(Bucket=bucket, Key=key)
+        restored = bucket_snapshot.restore(s3, tmp_path / "snapshot")
+        assert restored.objects == len(objects)
+        assert described(s3, bucket) == before
+
+        s3.put_object(Bucket=bucket, Key="a", Body=b"changed", ContentType="text/plain")
+        second = bucket_snapshot.save(s3, tmp_path / "snapshot", buckets=[bucket])
+        assert (second.objects, second.transferred) == (len(objects), 1), "only the changed object is downloaded"
+        _, saved = bucket_snapshot.read_manifest(tmp_path / "snapshot")
+        assert {o.key: o.size for o in saved}["a"] == len(b"changed")
+    finally:
+        for key in described(s3, bucket):
+            s3.delete_object(Bucket=bucket, Key=key)
+        s3.delete_bucket(Bucket=bucket)
+
+
+def test_down_and_up_keep_the_lake_and_the_job_goes_on_writing_it(request, sandbox, spark, mutator, s3):
+    timeout = request.config.getoption("--oracle-timeout")
+    harness_lake = pipeline_on_new_lake(sandbox, spark, only=["category", "sale"])
+    default_lake = Pipeline(sandbox, job.job_config(sandbox), spark, owns_session=False, drives_job=False)
+    harness = Oracle(sandbox, harness_lake, mutator, timeout=timeout)
+    default = Oracle(sandbox, default_lake, mutator, timeout=timeout)
+
+    harness.track(["category", "sale"])
+    change_rows(mutator, "before the restart")
+    harness.round("before the restart")
+    sandbox_cli("job", "run", timeout=1200)
+    default.track(["category"], "before the restart")
+
+    before = bucket_snapshot.listing(s3)
     sandbox_cli("down")
     assert all(pid is None for pid in pids(sandbox).values())
-
     sandbox_cli("up", "--skip-install")
-    assert s3.get_object(Bucket=lake_bucket, Key="lifecycle/kept.txt")["Body"].read() == b"lake object"
-    s3.delete_object(Bucket=lake_bucket, Key="lifecycle/kept.txt")
-    with postgres.connect() as conn, conn.cursor() as cur:
-        cur.execute("SELECT name FROM ems.cdc_probe WHERE id = -1")
-        assert cur.fetchone() == ("kept across restart",)
-        cur.execute("UPDATE ems.cdc_probe SET name = 'changed after restart' WHERE id = -1")
-    topic = sandbox.topology.topic("ems", "cdc_probe")
-    with ChangeReader(kafka_bootstrap, topic, registry) as reader:
-        event = reader.wait_for(lambda e: e.key == {"id": -1} and e.value and e.value["name"] == "changed after restart",
-                                120, "the update made after the restart")
-    assert event.value["__op"] == "u"
+    assert bucket_snapshot.listing(s3) == before, "every object comes back with its key, size and ETag"
+
+    change_rows(mutator, "after the restart")
+    harness.round("after the restart")
+    harness.verify_history()
+    sandbox_cli("job", "run", timeout=1200)
+    default.round("after the restart")
+    default.verify_history()
+    harness_lake.stop()
+
+
+def change_rows(mutator, note: str) -> None:
+    """An update on each engine and a delete."""
+    mutator.update("category", {"catid": 3}, {"catdesc": note})
+    mutator.touch("sale")
+    doomed = mutator.sample_row("sale", random.Random())
+    mutator.delete("sale", {"salesid": doomed["salesid"]})
