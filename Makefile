@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e .
 	@touch $@
 
-# Docker Compose pinned and built from its Go module into .tools/compose (validates compose/ without an engine).
+# Docker Compose pinned and built from its Go module into ~/.cache/cdc-sandbox, once per machine (validates compose/ without an engine).
 compose-cli: venv
 	$(BIN)/python -m sandbox.backends.compose_cli
 

@@ -3,7 +3,8 @@ without one.
 
 `docker compose` (the CLI plugin) is used when it is installed. Otherwise, and always for validating the compose
 files, the sandbox uses Compose v2 built from its Go module (`github.com/docker/compose/v2`, pinned below) into
-`<tools>/compose/`: the module proxy is reachable where Docker's downloads are not, and `compose config` needs no
+the user's cache (`$XDG_CACHE_HOME` or `~/.cache`, `cdc-sandbox/compose-<version>/`), so every clone on the machine
+shares one build, as every clone shares Maven's `~/.m2`: the module proxy is reachable where Docker's downloads are not, and `compose config` needs no
 Docker engine. The build needs Go 1.21+ (it fetches the Go toolchain Compose asks for through the same proxy).
 
 `python -m sandbox.backends.compose_cli` installs it (idempotent: a second run only checks the version).
@@ -28,7 +29,8 @@ VERSION_VARIABLE = f"{COMPOSE_MODULE}/internal.Version"
 
 
 def binary_path(settings: Settings) -> Path:
-    return settings.tools_dir / "compose" / "docker-compose"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "cdc-sandbox" / f"compose-{COMPOSE_VERSION}" / "docker-compose"
 
 
 def installed_version(binary: Path) -> str | None:
@@ -39,7 +41,7 @@ def installed_version(binary: Path) -> str | None:
 
 
 def ensure_compose_cli(settings: Settings) -> bool:
-    """Build the pinned Compose into `<tools>/compose/` unless it is there. True if it was built."""
+    """Build the pinned Compose into the user's cache unless it is there. True if it was built."""
     binary = binary_path(settings)
     if installed_version(binary) == COMPOSE_VERSION.lstrip("v"):
         return False
