@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: up down status test bench clean venv compose-cli broken-variants
+.PHONY: up down status test check bench clean venv compose-cli broken-variants
 
 venv: $(STAMP)
 
@@ -30,7 +30,12 @@ status: venv
 test: venv compose-cli
 	$(BIN)/sandbox up
 	@mkdir -p reports
-	$(BIN)/python -m pytest --junitxml=reports/junit.xml $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --junitxml=reports/junit.xml --durations=20 $(PYTEST_ARGS)
+
+# The quick tier for the laptop loop: unit tests and one oracle round on every table.
+check: venv
+	$(BIN)/sandbox up
+	$(BIN)/python -m pytest tests/unit tests/e2e/test_smoke.py --durations=10 $(PYTEST_ARGS)
 
 # Every oracle suite and scenario against each deliberately broken job: which tests catch which bug.
 broken-variants: venv

@@ -62,6 +62,34 @@ def submit_environment(settings: Settings) -> dict[str, str]:
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
-def run(settings: Settings, config: JobConfig, once: bool) -> int:
+def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
+    """spark-submit the job; each micro-batch's summary becomes one line through `say`, and Spark's own log (and
+    the JVM's warnings) go to `<state>/logs/job.log`, whose tail is shown if the job fails."""
     command = spark_submit_command(config, write_config(settings, config), once)
-    return subprocess.call(command, env=submit_environment(settings))
+    log = settings.log_file("job")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    say(f"job: spark-submit {'--once' if once else '--continuous'} on {config.lake} (Spark log: {log})")
+    with open(log, "w") as spark_log:
+        child = subprocess.Popen(command, env=submit_environment(settings), stdout=subprocess.PIPE,
+                                 stderr=spark_log, text=True)
+        for line in child.stdout:
+            say(describe_summary(line.strip()))
+        code = child.wait()
+    if code != 0:
+        tail = log.read_text(errors="replace").splitlines()[-40:]
+        say(f"job failed (exit {code}); the end of {log}:\n" + "\n".join(tail))
+    return code
+
+
+def describe_summary(line: str) -> str:
+    """One readable line for a batch summary the job printed (other output is passed through as it is)."""
+    try:
+        summary = json.loads(line)
+    except ValueError:
+        return line
+    if summary.get("empty"):
+        return f"batch {summary['batch_id']}: no new changes"
+    tables = ", ".join(f"{name} {t.get('rows', 0)}" for name, t in summary.get("tables", {}).items())
+    quarantined = f"; {summary['quarantined']} quarantined in {summary.get('quarantine_path')}" \
+        if summary.get("quarantined") else ""
+    return f"batch {summary['batch_id']}: {tables or 'no table changed'} ({summary.get('seconds', '?')} s){quarantined}"

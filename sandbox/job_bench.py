@@ -2,8 +2,10 @@
 
 - initial load: the job on a fresh lake processes every change event in Kafka (full TICKIT and its history) into
   the seven silver tables; events/s and seconds;
-- latency: with the job in continuous mode, 50 single-row updates one after another; for each, the time from the
-  source commit to the completion of the Hudi commit whose recorded source position covers it (p50, p95);
+- latency: with the job in continuous mode, single-row updates one after another; for each, the time from the
+  source commit to the completion of the Hudi commit whose recorded source position covers it (p50, p95), and
+  where that time goes, phase by phase, from the job's own batch summaries and the table's timeline: printed as a
+  table and drawn as a stacked bar chart (`reports/job-latency-phases.png`);
 - the job's peak resident memory (the Spark driver JVM's VmHWM).
 """
 
@@ -11,20 +13,39 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import random
 import statistics
 import time
+from pathlib import Path
 
-from sandbox.config import Settings
-from sandbox.mutations import Mutator
+from sandbox.config import PROJECT_ROOT, Settings
+from sandbox.mutations import Change, Mutator
 from sandbox.pipeline import Pipeline
 from sandbox.wait import wait_until
+from spark_jobs.queries import Commit
 
-LATENCY_CHANGES = 50
+LATENCY_CHANGES = 40
+TABLE = "category"
+CHART = PROJECT_ROOT / "reports" / "job-latency-phases.png"
+PHASES = [  # (name, what it covers)
+    ("capture", "source commit -> Kafka (Debezium)"),
+    ("to batch", "Kafka -> micro-batch start (trigger interval, offsets)"),
+    ("read", "micro-batch read and cached"),
+    ("decode", "Avro decode, quarantine check"),
+    ("prepare", "source position, in-batch reduction"),
+    ("hudi start", "upsert call -> commit instant (write client set-up)"),
+    ("hudi write", "instant -> commit completed (index lookup, file writes, commit)"),
+]
+PARALLEL = ("bronze", "bronze Parquet write, beside decode and the upserts")
 
 
 def instant_time(instant: str) -> dt.datetime:
     return dt.datetime.strptime(instant, "%Y%m%d%H%M%S%f").replace(tzinfo=dt.timezone.utc)
+
+
+def epoch(instant: str) -> float:
+    return instant_time(instant).timestamp()
 
 
 def initial_load(pipe: Pipeline) -> tuple[float, int]:
@@ -34,27 +55,91 @@ def initial_load(pipe: Pipeline) -> tuple[float, int]:
     return time.monotonic() - started, events
 
 
-def latencies(pipe: Pipeline, settings: Settings, table: str = "category") -> list[float]:
+@dataclasses.dataclass
+class Probe:
+    change: Change
+    commit: Commit
+
+
+def probes(pipe: Pipeline, settings: Settings, trigger_seconds: float) -> list[Probe]:
     from spark_jobs import cdc_hudi_job
 
-    pipe.config = dataclasses.replace(pipe.config, trigger_seconds=1.0)
+    pipe.config = dataclasses.replace(pipe.config, trigger_seconds=trigger_seconds)
     query = cdc_hudi_job.start(pipe.spark, pipe.config, once=False, report=pipe.reports.append)
     mutator = Mutator(settings)
     rng = random.Random(99)
     results = []
     try:
         for n in range(LATENCY_CHANGES):
-            row = mutator.sample_row(table, rng)
-            change = mutator.update(table, {"catid": row["catid"]}, {"catdesc": f"latency probe {n} {time.time()}"})
-            committed_at = dt.datetime.fromisoformat(change.at)
+            row = mutator.sample_row(TABLE, rng)
+            change = mutator.update(TABLE, {"catid": row["catid"]}, {"catdesc": f"latency probe {n} {time.time()}"})
             commit = wait_until(
-                lambda: next((c for c in pipe.timeline(table)
+                lambda: next((c for c in pipe.timeline(TABLE)
                               if (c.max_source_position or 0) >= change.position["lsn_from"]), None),
                 120, f"the Hudi commit holding change {change.seq}", interval=0.1)
-            results.append((instant_time(commit.completed) - committed_at).total_seconds())
+            results.append(Probe(change, commit))
     finally:
         query.stop()
     return results
+
+
+def latency(probe: Probe) -> float:
+    return epoch(probe.commit.completed) - dt.datetime.fromisoformat(probe.change.at).timestamp()
+
+
+def phases(probe: Probe, summaries: list[dict]) -> dict[str, float] | None:
+    """Seconds per phase of one change's way into silver; None if its batch held other changes too."""
+    batch = next((s for s in summaries if TABLE in s.get("tables", {})
+                  and s["tables"][TABLE].get("max_source_position", 0) >= probe.change.position["lsn_from"]), None)
+    if batch is None or batch["tables"][TABLE]["rows"] != 1:
+        return None
+    table = batch["tables"][TABLE]
+    committed = dt.datetime.fromisoformat(probe.change.at).timestamp()
+    requested, completed = epoch(probe.commit.instant), epoch(probe.commit.completed)
+    upsert_started = table["upsert_ended_at"] - table["seconds"]["upsert"]
+    return {
+        "capture": table["kafka_timestamp_max"] - committed,
+        "to batch": batch["started_at"] - table["kafka_timestamp_max"],
+        "read": batch["phases"].get("read", 0.0),
+        "decode": batch["phases"].get("decode", 0.0),
+        "prepare": table["seconds"]["prepare"],
+        "hudi start": requested - upsert_started,
+        "hudi write": completed - requested,
+        "bronze": batch["phases"].get("bronze", 0.0),
+    }
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[int(fraction * (len(ordered) - 1))]
+
+
+def draw(breakdowns: list[dict[str, float]], path: Path = CHART) -> Path:
+    """The median of each phase stacked from the source commit; bronze as a bar of its own where it runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    medians = {name: statistics.median(b[name] for b in breakdowns) for name in [n for n, _ in PHASES] + ["bronze"]}
+    fig, ax = plt.subplots(figsize=(10, 3.2))
+    colors = iter(plt.cm.tab10.colors)
+    left = bronze_start = 0.0
+    for name, _ in PHASES:
+        ax.barh(["critical path"], [medians[name]], left=left, color=next(colors), label=f"{name} {medians[name]:.2f} s")
+        if name == "decode":
+            bronze_start = left
+        left += medians[name]
+    ax.barh(["in parallel"], [medians["bronze"]], left=bronze_start, color=next(colors),
+            label=f"bronze {medians['bronze']:.2f} s")
+    ax.set_xlabel("seconds from the source commit (medians)")
+    ax.set_title(f"A single-row change on {TABLE} into silver: {len(breakdowns)} changes, phase by phase")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def peak_memory_mb(pipe: Pipeline) -> float:
@@ -65,16 +150,30 @@ def peak_memory_mb(pipe: Pipeline) -> float:
     return float("nan")
 
 
-def report(settings: Settings, print_line) -> None:
+def report(settings: Settings, print_line, trigger_seconds: float = 1.0) -> None:
     pipe = Pipeline.start(settings, lake=f"s3a://{settings.topology.lake_bucket}/bench-job-{int(time.time())}")
     try:
         seconds, events = initial_load(pipe)
         print_line(f"job initial load into 7 silver tables: {events} rows in {seconds:.1f} s "
                    f"({events / seconds:,.0f} rows/s)")
-        values = sorted(latencies(pipe, settings))
-        p95 = values[int(0.95 * (len(values) - 1))]
-        print_line(f"source commit -> Hudi commit, continuous mode, {len(values)} changes: "
-                   f"p50 {statistics.median(values):.2f} s, p95 {p95:.2f} s, max {values[-1]:.2f} s")
+        measured = probes(pipe, settings, trigger_seconds)
+        values = [latency(p) for p in measured]
+        print_line(f"source commit -> Hudi commit, continuous mode ({trigger_seconds:g} s trigger), "
+                   f"{len(values)} changes: p50 {statistics.median(values):.2f} s, "
+                   f"p95 {percentile(values, 0.95):.2f} s, max {max(values):.2f} s")
+        summaries = [json.loads(line) for line in pipe.reports]
+        breakdowns = [b for b in (phases(p, summaries) for p in measured) if b]
+        if breakdowns:
+            print_phases(breakdowns, print_line)
+            print_line(f"phases drawn: {draw(breakdowns)}")
         print_line(f"job peak resident memory (driver JVM): {peak_memory_mb(pipe):.0f} MiB")
     finally:
         pipe.stop()
+
+
+def print_phases(breakdowns: list[dict[str, float]], print_line) -> None:
+    print_line(f"where a change's time goes ({len(breakdowns)} single-change batches), seconds:")
+    print_line(f"  {'phase':<12} {'p50':>6} {'p95':>6}  what")
+    for name, what in [*PHASES, PARALLEL]:
+        values = [b[name] for b in breakdowns]
+        print_line(f"  {name:<12} {statistics.median(values):>6.2f} {percentile(values, 0.95):>6.2f}  {what}")

@@ -121,7 +121,9 @@ class Oracle:
 
     def verify_history(self) -> None:
         """Time travel to every recorded commit and the incremental reads between them; the latest snapshot
-        against a full read of the source."""
+        against a full read of the source. Nothing to repeat if no round ran since the last verification."""
+        if self._verified_after == self.rounds:
+            return
         for table, entries in self.recorded.items():
             for previous, entry in zip([None, *entries], entries):
                 self._check("time travel", entry, lambda r, e=entry: r.as_of(e.shape, e.commit), entry.state)
@@ -131,6 +133,7 @@ class Oracle:
             rows = read_source(self.settings, self.mutator.placement(table), latest.shape)
             source = {latest.shape.key_of(row): row for row in rows}
             self._check("snapshot vs source", latest, lambda r: r.snapshot(latest.shape), source)
+        self._verified_after = self.rounds
 
     # --- the expected state --------------------------------------------------------------------------------
     def _new_changes(self) -> list[Change]:
@@ -230,7 +233,8 @@ class Oracle:
             if actual != expected:
                 problems.append(f"{name}:\n" + "\n".join(diff_rows(shape, expected, actual)))
         if problems:
-            raise OracleMismatch(f"silver {entry.table}, {what}, commit {entry.commit.instant} "
+            raise OracleMismatch(f"silver {entry.table} in {self.pipeline.config.lake}, {what}, "
+                                 f"commit {entry.commit.instant} "
                                  f"(round {entry.label!r}, source position {entry.commit.max_source_position}):\n"
                                  + "\n".join(problems))
 

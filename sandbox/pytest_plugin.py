@@ -189,36 +189,69 @@ def new_lake(settings: Settings, name: str = "test") -> str:
     return f"s3a://{settings.topology.lake_bucket}/{name}-{uuid.uuid4().hex[:8]}"
 
 
-def pipeline_on_new_lake(settings: Settings, spark, **options):
-    """The job (in the shared Spark session) on a fresh lake: fresh checkpoints, fresh silver."""
+@pytest.fixture(scope="session")
+def lake_branches(sandbox: Settings, spark):
+    """Where new test lakes branch from (`sandbox.lake_branch`); None when `SANDBOX_BRANCH_LAKES=0` or the session
+    runs a deliberately broken job (its lakes must be written by that job from the first change on)."""
+    from sandbox.lake_branch import LakeBranches
+
+    if os.environ.get("SANDBOX_BRANCH_LAKES", "1") == "0" or os.environ.get("SANDBOX_BROKEN_JOB"):
+        return None
+    return LakeBranches(sandbox, spark)
+
+
+def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[str] | None = None, **options):
+    """The job (in the shared Spark session) on a new lake: branched from the baseline when `branches` is given and
+    the job runs with the baseline's options, otherwise empty (the job starts from the earliest offsets)."""
     from sandbox import job
     from sandbox.pipeline import Pipeline
 
-    return Pipeline(settings, job.job_config(settings, lake=new_lake(settings), **options), spark, owns_session=False)
+    lake = new_lake(settings)
+    offsets = branches.branch(lake, only) if branches is not None and not options else None
+    config = job.job_config(settings, lake=lake, only=only, starting_offsets=offsets, **options)
+    return Pipeline(settings, config, spark, owns_session=False)
+
+
+KEPT_LAKES: list[str] = []  # lakes of failed tests, named in the run's summary
+
+
+def finish(pipes: list, failed: bool) -> None:
+    """Stop the pipelines; remove their lakes (and lakes named after them, such as `<lake>-mor`) unless a test
+    failed, in which case they stay for a look and are named in the run's summary."""
+    from sandbox.lake_branch import delete_prefix
+    from sandbox.services.localstack import s3_client
+
+    for pipe in pipes:
+        pipe.stop()
+        if failed:
+            KEPT_LAKES.append(pipe.config.lake)
+        else:
+            delete_prefix(s3_client(pipe.settings.url("localstack")), pipe.config.lake, whole_names=False)
 
 
 @pytest.fixture(scope="session")
-def pipeline(sandbox: Settings, spark):
-    """The Hudi job on a lake of its own (fresh checkpoints) for this test session, run in-process: `run_once()`
-    or `start_continuous()`, and `wait_for_positions()` to wait until silver has reached source positions."""
-    pipe = pipeline_on_new_lake(sandbox, spark)
+def pipeline(request, sandbox: Settings, spark, lake_branches):
+    """The Hudi job on a lake of its own (branched from the baseline) for this test session, run in-process:
+    `run_once()` or `start_continuous()`, and `wait_for_positions()` to wait until silver has reached source
+    positions."""
+    pipe = pipeline_on_new_lake(sandbox, spark, lake_branches)
     yield pipe
-    pipe.stop()
+    finish([pipe], request.session.testsfailed > 0)
 
 
 @pytest.fixture
-def pipeline_factory(sandbox: Settings, spark):
-    """New pipelines on fresh lakes (optionally over a subset of the tables); stopped after the test."""
+def pipeline_factory(request, sandbox: Settings, spark, lake_branches):
+    """New pipelines on new lakes (optionally over a subset of the tables), branched from the baseline unless
+    `branch=False`; stopped after the test."""
     made = []
 
-    def make(only: list[str] | None = None, **options):
-        pipe = pipeline_on_new_lake(sandbox, spark, only=only, **options)
+    def make(only: list[str] | None = None, branch: bool = True, **options):
+        pipe = pipeline_on_new_lake(sandbox, spark, lake_branches if branch else None, only=only, **options)
         made.append(pipe)
         return pipe
 
     yield make
-    for pipe in made:
-        pipe.stop()
+    finish(made, _failed(request))
 
 
 @pytest.fixture
@@ -249,11 +282,13 @@ def oracle_factory(request, sandbox: Settings, mutator: Mutator):
 
 
 @pytest.fixture(scope="module")
-def module_pipeline(sandbox: Settings, spark):
-    """The Hudi job on a lake of its own for one test module (what `oracle` checks)."""
-    pipe = pipeline_on_new_lake(sandbox, spark)
+def module_pipeline(request, sandbox: Settings, spark, lake_branches):
+    """The Hudi job on a lake of its own (branched from the baseline) for one test module (what `oracle`
+    checks)."""
+    failed_before = request.session.testsfailed
+    pipe = pipeline_on_new_lake(sandbox, spark, lake_branches)
     yield pipe
-    pipe.stop()
+    finish([pipe], request.session.testsfailed > failed_before)
 
 
 @pytest.fixture
@@ -307,6 +342,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     slowest = sorted((r for r in stats.get("passed", []) + stats.get("failed", []) if r.when == "call"),
                      key=lambda r: r.duration, reverse=True)[:5]
     lines += [f"slowest: {r.nodeid} {r.duration:.0f} s" for r in slowest]
+    lines += [f"lake kept after a failure: {lake}" for lake in KEPT_LAKES]
     terminalreporter.write_sep("=", "sandbox summary")
     for line in lines:
         terminalreporter.write_line(line)

@@ -5,11 +5,14 @@ A JSON file (`--config`) holds:
   lake                                     base URI of the lake (s3a://bucket or any Hadoop path)
   s3_endpoint, s3_access_key, s3_secret_key, s3_path_style   optional S3A settings (LocalStack, MinIO)
   jars                                     optional list of local jars for spark.jars (none under spark-submit)
-  catalog_database                         where silver tables are registered (tickit_cdc_hudi)
+  catalog_database                         where silver tables are registered (tickit_cdc_hudi; "" for nowhere)
   table_type                               COPY_ON_WRITE (default) or MERGE_ON_READ
   compaction_delta_commits                 MERGE_ON_READ: compact inline after this many delta commits
   hard_deletes                             drop deleted rows instead of keeping them as soft deletes
   trigger_seconds                          micro-batch interval of --continuous
+  retain_commits                           clean file versions older than this many commits (default: keep all)
+  starting_offsets                         {topic: {partition: offset}} where a new checkpoint starts reading
+                                           (default: the earliest offsets); ignored once a checkpoint exists
   tables: [{topic, table, key: [columns], position: "lsn" | "binlog"}]
 """
 
@@ -44,6 +47,8 @@ class JobConfig:
     compaction_delta_commits: int = 3
     hard_deletes: bool = False
     trigger_seconds: float = 2.0
+    retain_commits: int | None = None
+    starting_offsets: dict | None = None
     extra_spark_conf: dict = field(default_factory=dict)
 
     @property

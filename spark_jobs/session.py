@@ -18,6 +18,7 @@ def spark_session(config: JobConfig, app_name: str = "tickit-cdc-hudi") -> Spark
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
     )
     if config.jars:
         builder = builder.config("spark.jars", ",".join(config.jars))

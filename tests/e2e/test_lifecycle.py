@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 import uuid
@@ -16,7 +17,6 @@ from sandbox import job
 from sandbox.backends import native
 from sandbox.oracle import Oracle
 from sandbox.pipeline import Pipeline
-from sandbox.pytest_plugin import pipeline_on_new_lake
 from sandbox.services import bucket_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -91,9 +91,10 @@ def test_bucket_snapshot_keeps_keys_bytes_and_headers_and_saves_only_what_change
         s3.delete_bucket(Bucket=bucket)
 
 
-def test_down_and_up_keep_the_lake_and_the_job_goes_on_writing_it(request, sandbox, spark, mutator, s3):
+def test_down_and_up_keep_the_lake_and_the_job_goes_on_writing_it(request, sandbox, spark, mutator, s3,
+                                                                  pipeline_factory):
     timeout = request.config.getoption("--oracle-timeout")
-    harness_lake = pipeline_on_new_lake(sandbox, spark, only=["category", "sale"])
+    harness_lake = pipeline_factory(only=["category", "sale"])
     default_lake = Pipeline(sandbox, job.job_config(sandbox), spark, owns_session=False, drives_job=False)
     harness = Oracle(sandbox, harness_lake, mutator, timeout=timeout)
     default = Oracle(sandbox, default_lake, mutator, timeout=timeout)
@@ -101,7 +102,8 @@ def test_down_and_up_keep_the_lake_and_the_job_goes_on_writing_it(request, sandb
     harness.track(["category", "sale"])
     change_rows(mutator, "before the restart")
     harness.round("before the restart")
-    sandbox_cli("job", "run", timeout=1200)
+    shown = sandbox_cli("job", "run", timeout=1200)
+    assert re.search(r"batch \d+: ", shown) and " INFO " not in shown and "WARN" not in shown, "summaries, not Spark's log"
     default.track(["category"], "before the restart")
 
     before = bucket_snapshot.listing(s3)
@@ -116,7 +118,6 @@ def test_down_and_up_keep_the_lake_and_the_job_goes_on_writing_it(request, sandb
     sandbox_cli("job", "run", timeout=1200)
     default.round("after the restart")
     default.verify_history()
-    harness_lake.stop()
 
 
 def change_rows(mutator, note: str) -> None:

@@ -1,0 +1,116 @@
+"""Test lakes branched from a baseline lake, instead of each replaying every change ever written to Kafka.
+
+The baseline (`s3a://<lake bucket>/_baseline`) is the job's own lake over every table, kept by the same job with the
+same options; before each branch the job runs on it once, which processes only the changes since its last run.
+A branch copies the baseline's silver tables (server-side S3 copies; the baseline cleans old file versions, so a
+copy holds little more than the latest ones) and its job starts at the Kafka offsets the baseline's checkpoint
+committed: the branch's first micro-batch holds only the changes made after the branch point, and its silver and
+checkpoint agree from the start. Bronze and the quarantine start at the branch point too.
+
+Only a job with the baseline's options writes a branch (Copy-on-Write, soft deletes); anything else, and a job
+deliberately broken for the harness's own tests, gets a lake of its own from the earliest offsets.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlparse
+
+from confluent_kafka import Consumer, TopicPartition
+
+from sandbox import job
+from sandbox.config import Settings
+from sandbox.pipeline import Pipeline
+from sandbox.services.localstack import s3_client
+
+BASELINE = "_baseline"
+RETAINED_COMMITS = 2
+COPY_WORKERS = 8
+
+
+class LakeBranches:
+    def __init__(self, settings: Settings, spark):
+        self.settings = settings
+        self.s3 = s3_client(settings.url("localstack"))
+        config = job.job_config(settings, lake=f"s3a://{settings.topology.lake_bucket}/{BASELINE}",
+                                retain_commits=RETAINED_COMMITS, catalog_database="")
+        self.baseline = Pipeline(settings, config, spark, owns_session=False)
+
+    def branch(self, lake: str, only: list[str] | None = None) -> dict[str, dict[str, int]] | None:
+        """Bring the baseline up to date and copy its silver for `only` (every table) into `lake`; returns the
+        offsets the branch's job starts from, or None when the baseline cannot serve (a topic it never read)."""
+        self._discard_baseline_if_topics_were_recreated()
+        self.baseline.run_once()
+        offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
+        specs = [s for s in self.baseline.config.tables if only is None or s.table in only]
+        if any(spec.topic not in offsets for spec in specs):
+            return None
+        for spec in specs:
+            copy_prefix(self.s3, self.baseline.path(spec.table), f"{lake}/silver/{spec.table}")
+        return {spec.topic: offsets[spec.topic] for spec in specs}
+
+    def _discard_baseline_if_topics_were_recreated(self) -> None:
+        """Offsets beyond a topic's end mean the topic is not the one the baseline read: start it again."""
+        offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
+        if offsets and any(offset > end for (_, _, offset, end) in _with_ends(self.settings, offsets)):
+            delete_prefix(self.s3, self.baseline.config.lake)
+
+
+def committed_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
+    """{topic: {partition: next offset}} of the last micro-batch a Structured Streaming checkpoint committed
+    (its offset log: `offsets/<batch>` holds a version line, the batch's metadata, then one line per source)."""
+    bucket, prefix = _split(checkpoint)
+    batches = [int(key.rsplit("/", 1)[1]) for key in _keys(s3, bucket, f"{prefix}/commits/")
+               if key.rsplit("/", 1)[1].isdigit()]
+    if not batches:
+        return {}
+    body = s3.get_object(Bucket=bucket, Key=f"{prefix}/offsets/{max(batches)}")["Body"].read().decode()
+    return json.loads(body.splitlines()[2])
+
+
+def copy_prefix(s3, source: str, target: str) -> int:
+    bucket, source_prefix = _split(source)
+    target_bucket, target_prefix = _split(target)
+    keys = list(_keys(s3, bucket, source_prefix + "/"))
+
+    def copy(key: str) -> None:
+        s3.copy_object(Bucket=target_bucket, Key=target_prefix + key[len(source_prefix):],
+                       CopySource={"Bucket": bucket, "Key": key})
+
+    with ThreadPoolExecutor(COPY_WORKERS) as pool:
+        list(pool.map(copy, keys))
+    return len(keys)
+
+
+def delete_prefix(s3, uri: str, whole_names: bool = True) -> int:
+    """Remove every object under `uri`; `whole_names=False` also those of siblings whose names begin with its
+    last part (`<lake>-mor` beside `<lake>`)."""
+    bucket, prefix = _split(uri)
+    keys = list(_keys(s3, bucket, prefix + ("/" if whole_names else "")))
+    for start in range(0, len(keys), 1000):
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[start:start + 1000]],
+                                                 "Quiet": True})
+    return len(keys)
+
+
+def _with_ends(settings: Settings, offsets: dict[str, dict[str, int]]):
+    consumer = Consumer({"bootstrap.servers": settings.endpoint("kafka").address, "group.id": "sandbox-branch"})
+    try:
+        for topic, partitions in offsets.items():
+            for partition, offset in partitions.items():
+                _, end = consumer.get_watermark_offsets(TopicPartition(topic, int(partition)), timeout=10)
+                yield topic, partition, offset, end
+    finally:
+        consumer.close()
+
+
+def _split(uri: str) -> tuple[str, str]:
+    parsed = urlparse(uri)
+    return parsed.netloc, parsed.path.strip("/")
+
+
+def _keys(s3, bucket: str, prefix: str):
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            yield obj["Key"]
