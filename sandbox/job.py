@@ -73,7 +73,12 @@ def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
         child = subprocess.Popen(command, env=submit_environment(settings), stdout=subprocess.PIPE,
                                  stderr=spark_log, text=True)
         for line in child.stdout:
-            say(describe_summary(line.strip()))
+            summary = describe_summary(line.strip())
+            if summary:
+                say(summary)
+            else:  # the JVM and libraries print warnings to stdout too: they belong with Spark's log
+                spark_log.write(line)
+                spark_log.flush()
         code = child.wait()
     if code != 0:
         tail = log.read_text(errors="replace").splitlines()[-40:]
@@ -81,12 +86,14 @@ def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
     return code
 
 
-def describe_summary(line: str) -> str:
-    """One readable line for a batch summary the job printed (other output is passed through as it is)."""
+def describe_summary(line: str) -> str | None:
+    """One readable line for a batch summary the job printed; None for any other output."""
     try:
         summary = json.loads(line)
     except ValueError:
-        return line
+        return None
+    if not isinstance(summary, dict) or "batch_id" not in summary:
+        return None
     if summary.get("empty"):
         return f"batch {summary['batch_id']}: no new changes"
     tables = ", ".join(f"{name} {t.get('rows', 0)}" for name, t in summary.get("tables", {}).items())

@@ -1,7 +1,8 @@
 """Test lakes branched from a baseline lake, instead of each replaying every change ever written to Kafka.
 
 The baseline (`s3a://<lake bucket>/_baseline`) is the job's own lake over every table, kept by the same job with the
-same options; before each branch the job runs on it once, which processes only the changes since its last run.
+same options. It catches up (the job runs on it once, processing only the changes since its last run) when it
+lags the topics by more than a few thousand events; a smaller gap the branch's own job replays for its tables only.
 A branch copies the baseline's silver tables (server-side S3 copies; the baseline cleans old file versions, so a
 copy holds little more than the latest ones) and its job starts at the Kafka offsets the baseline's checkpoint
 committed: the branch's first micro-batch holds only the changes made after the branch point, and its silver and
@@ -26,6 +27,7 @@ from sandbox.services.localstack import s3_client
 
 BASELINE = "_baseline"
 RETAINED_COMMITS = 2
+CATCH_UP_LAG = 5000  # events; below this a branch's own job replays the gap faster than a baseline run would
 COPY_WORKERS = 8
 
 
@@ -38,23 +40,23 @@ class LakeBranches:
         self.baseline = Pipeline(settings, config, spark, owns_session=False)
 
     def branch(self, lake: str, only: list[str] | None = None) -> dict[str, dict[str, int]] | None:
-        """Bring the baseline up to date and copy its silver for `only` (every table) into `lake`; returns the
-        offsets the branch's job starts from, or None when the baseline cannot serve (a topic it never read)."""
-        self._discard_baseline_if_topics_were_recreated()
-        self.baseline.run_once()
-        offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
+        """Copy the baseline's silver for `only` (every table) into `lake`; returns the offsets the branch's job
+        starts from, or None when the baseline cannot serve (a topic it never read). The baseline first catches
+        up when it lags the topics by more than `CATCH_UP_LAG` events (the branch's job would otherwise replay
+        them), or is rebuilt when a topic was recreated (its offsets lie past the topic's end)."""
         specs = [s for s in self.baseline.config.tables if only is None or s.table in only]
+        offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
+        lag = topic_lag(self.settings, offsets, [spec.topic for spec in specs])
+        if lag is None:
+            delete_prefix(self.s3, self.baseline.config.lake)
+        if lag is None or lag > CATCH_UP_LAG:
+            self.baseline.run_once()
+            offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
         if any(spec.topic not in offsets for spec in specs):
             return None
         for spec in specs:
             copy_prefix(self.s3, self.baseline.path(spec.table), f"{lake}/silver/{spec.table}")
         return {spec.topic: offsets[spec.topic] for spec in specs}
-
-    def _discard_baseline_if_topics_were_recreated(self) -> None:
-        """Offsets beyond a topic's end mean the topic is not the one the baseline read: start it again."""
-        offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
-        if offsets and any(offset > end for (_, _, offset, end) in _with_ends(self.settings, offsets)):
-            delete_prefix(self.s3, self.baseline.config.lake)
 
 
 def committed_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
@@ -94,13 +96,27 @@ def delete_prefix(s3, uri: str, whole_names: bool = True) -> int:
     return len(keys)
 
 
-def _with_ends(settings: Settings, offsets: dict[str, dict[str, int]]):
+def topic_lag(settings: Settings, offsets: dict[str, dict[str, int]], topics: list[str]) -> int | None:
+    """Events in `topics` past `offsets` (a topic missing from `offsets` counts whole); None if an offset lies
+    past its partition's end, i.e. the topic is not the one the offsets were taken from."""
     consumer = Consumer({"bootstrap.servers": settings.endpoint("kafka").address, "group.id": "sandbox-branch"})
     try:
-        for topic, partitions in offsets.items():
-            for partition, offset in partitions.items():
-                _, end = consumer.get_watermark_offsets(TopicPartition(topic, int(partition)), timeout=10)
-                yield topic, partition, offset, end
+        lag = 0
+        for topic in topics:
+            partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+            for partition in partitions:
+                _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+                start = offsets.get(topic, {}).get(str(partition), 0)
+                if start > end:
+                    return None
+                lag += end - start
+        for topic, partitions in offsets.items():  # topics of other tables: recreated ones spoil the baseline too
+            if topic not in topics:
+                for partition, start in partitions.items():
+                    _, end = consumer.get_watermark_offsets(TopicPartition(topic, int(partition)), timeout=10)
+                    if start > end:
+                        return None
+        return lag
     finally:
         consumer.close()
 
