@@ -3,6 +3,10 @@ implementation of Hudi, `hudi` on PyPI).
 
 Both give a table as {primary key: row}, the row in the compared columns and Python types; a soft-deleted key maps
 to None. The oracle compares each reader with the expected state, and the two readers with each other.
+
+Each read is also available as Arrow record batches (`*_batches`), what both readers produce natively: the oracle
+compares large tables as sorted Arrow columns (`live_table`) and turns a read into Python rows only to describe a
+mismatch, which is several times faster than building a dictionary of every row.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from spark_jobs import queries
 from spark_jobs.queries import Commit
@@ -66,7 +71,20 @@ class Shape:
         return {key: row for key, (_, row) in latest.items()}
 
 
-class SparkSilver:
+class SilverReader:
+    """What both readers share: each view as {key: row} dictionaries, from the reader's Arrow batches."""
+
+    def snapshot(self, shape: Shape) -> Rows:
+        return arrow_rows(shape, self.snapshot_batches(shape))
+
+    def as_of(self, shape: Shape, commit: Commit) -> Rows:
+        return arrow_rows(shape, self.as_of_batches(shape, commit))
+
+    def changes(self, shape: Shape, after: Commit, until: Commit) -> Rows:
+        return arrow_rows(shape, self.changes_batches(shape, after, until))
+
+
+class SparkSilver(SilverReader):
     """Silver through Spark (the reader the job's users query with)."""
 
     name = "spark"
@@ -74,25 +92,26 @@ class SparkSilver:
     def __init__(self, spark, config):
         self.spark, self.config = spark, config
 
-    def snapshot(self, shape: Shape) -> Rows:
-        return self._rows(shape, queries.snapshot(self.spark, self.config.silver_path(shape.name)))
+    def snapshot_batches(self, shape: Shape) -> list:
+        return self._batches(shape, queries.snapshot(self.spark, self.config.silver_path(shape.name)))
 
-    def as_of(self, shape: Shape, commit: Commit) -> Rows:
-        return self._rows(shape, queries.time_travel(self.spark, self.config.silver_path(shape.name), commit.instant))
+    def as_of_batches(self, shape: Shape, commit: Commit) -> list:
+        frame = queries.time_travel(self.spark, self.config.silver_path(shape.name), commit.instant)
+        return self._batches(shape, frame)
 
-    def changes(self, shape: Shape, after: Commit, until: Commit) -> Rows:
+    def changes_batches(self, shape: Shape, after: Commit, until: Commit) -> list:
         frame = queries.incremental(self.spark, self.config.silver_path(shape.name), after.completed, until.completed)
-        return self._rows(shape, frame)
+        return self._batches(shape, frame)
 
-    def _rows(self, shape: Shape, frame) -> Rows:
+    def _batches(self, shape: Shape, frame) -> list:
         present = set(frame.columns)
         columns = [f"`{c}`" if c in present else f"NULL AS `{c}`" for c in [*shape.columns, *META_COLUMNS]]
         # Collected as Arrow batches (what toPandas uses, without pandas): several times faster than Row objects
-        # for the large tables, and the values arrive in the same Python types.
-        return arrow_rows(shape, frame.selectExpr(*columns)._collect_as_arrow())
+        # for the large tables.
+        return frame.selectExpr(*columns)._collect_as_arrow()
 
 
-class RustSilver:
+class RustSilver(SilverReader):
     """Silver through hudi-rs: no JVM, no Spark, an implementation of the table format of its own."""
 
     name = "hudi-rs"
@@ -111,24 +130,21 @@ class RustSilver:
         base = f"s3://{uri.netloc}{uri.path}" if uri.scheme in ("s3a", "s3n") else uri.geturl()
         return HudiTableBuilder.from_base_uri(base).with_storage_options(self.storage).build()
 
-    def snapshot(self, shape: Shape) -> Rows:
-        return self._rows(shape, self._table(shape).read())
+    def snapshot_batches(self, shape: Shape) -> list:
+        return self._table(shape).read()
 
-    def as_of(self, shape: Shape, commit: Commit) -> Rows:
+    def as_of_batches(self, shape: Shape, commit: Commit) -> list:
         from hudi import HudiReadOptions
 
-        return self._rows(shape, self._table(shape).read(HudiReadOptions().with_as_of_timestamp(commit.instant)))
+        return self._table(shape).read(HudiReadOptions().with_as_of_timestamp(commit.instant))
 
-    def changes(self, shape: Shape, after: Commit, until: Commit) -> Rows:
+    def changes_batches(self, shape: Shape, after: Commit, until: Commit) -> list:
         """hudi-rs selects the commits whose completion time lies in (start, end]."""
         from hudi import HudiQueryType, HudiReadOptions
 
         options = HudiReadOptions().with_query_type(HudiQueryType.Incremental) \
             .with_start_timestamp(after.completed).with_end_timestamp(until.completed)
-        return self._rows(shape, self._table(shape).read(options))
-
-    def _rows(self, shape: Shape, batches) -> Rows:
-        return arrow_rows(shape, batches)
+        return self._table(shape).read(options)
 
 
 def arrow_rows(shape: Shape, batches) -> Rows:
@@ -155,3 +171,56 @@ def _values(shape: Shape, table: pa.Table, name: str) -> list:
         if spec.fixed_length:
             return [None if v is None else v.rstrip(" ") for v in values]
     return values
+
+
+class NotComparableAsArrow(Exception):
+    """A read the Arrow comparison cannot decide (a column type it does not normalize, a key held twice): the
+    caller compares Python rows instead."""
+
+
+def live_table(shape: Shape, batches) -> pa.Table:
+    """The live rows of a read in the compared columns, normalized as `Shape.normalize` does and sorted by key.
+    Raises NotComparableAsArrow where only the row-by-row comparison can decide."""
+    table = pa.Table.from_batches(batches) if batches else None
+    if table is None or table.num_rows == 0:
+        raise NotComparableAsArrow("empty read")
+    keys = list(shape.table.primary_key)
+    if any(k not in table.column_names for k in keys):
+        raise NotComparableAsArrow("key column missing")
+    if len(keys) != 1 or pc.count_distinct(table.column(keys[0])).as_py() != table.num_rows:
+        raise NotComparableAsArrow("a key held more than once: which version is current is decided row by row")
+    if "__deleted" in table.column_names:
+        table = table.filter(pc.fill_null(pc.not_equal(table.column("__deleted"), "true"), True))
+    columns = [_normalized_column(shape, table, name) for name in shape.columns]
+    live = pa.table(columns, names=shape.columns)
+    return live.take(pc.sort_indices(live, [(k, "ascending") for k in keys]))
+
+
+def _normalized_column(shape: Shape, table: pa.Table, name: str) -> pa.ChunkedArray:
+    if name not in table.column_names:
+        raise NotComparableAsArrow(f"column {name} missing")
+    column = table.column(name)
+    if pa.types.is_timestamp(column.type) and column.type.tz:
+        return column.cast(pa.timestamp(column.type.unit))
+    spec = shape.table.column(name)
+    if spec.type == BOOL:
+        if pa.types.is_boolean(column.type):
+            return column
+        if pa.types.is_integer(column.type):
+            return pc.not_equal(column, 0)
+        raise NotComparableAsArrow(f"column {name} of type {column.type}")
+    if spec.fixed_length:
+        return pc.utf8_rtrim(column, characters=" ")
+    return column
+
+
+def expected_table(shape: Shape, state: Rows, schema: pa.Schema) -> pa.Table:
+    """The live rows of an expected state as an Arrow table of `schema` (a reader's), sorted by key. Raises
+    NotComparableAsArrow when a value does not fit the reader's type (the row-by-row comparison then reports it)."""
+    rows = [state[key] for key in sorted(k for k, row in state.items() if row is not None)]
+    values = list(zip(*rows)) if rows else [()] * len(shape.columns)
+    try:
+        return pa.table([pa.array(list(column), type=field.type) for column, field in zip(values, schema)],
+                        schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+        raise NotComparableAsArrow(str(exc)) from exc

@@ -20,7 +20,7 @@ CATCHING_SCENARIO = {
     "skip-table": "delete-then-reinsert.yaml",
     "off-by-one-commit": "primary-key-update.yaml",
 }
-WAIT_FOR_SKIPPED_TABLE = 60  # seconds: the table never commits, the oracle's wait must give up and say so
+WAIT_FOR_SKIPPED_TABLE = 30  # seconds: the table never commits, the oracle's wait must give up and say so (a round of a healthy job takes under 10 s)
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
