@@ -18,12 +18,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_merge_on_read_after_compaction_reads_as_copy_on_write(pipeline, settle):
-    mor = pipeline.sibling(lake=pipeline.config.lake + "-mor", table_type="MERGE_ON_READ", compaction_delta_commits=2)
+    tables = ["category", "venue"]
+    mor = pipeline.sibling(lake=pipeline.config.lake + "-mor", only=tables, table_type="MERGE_ON_READ",
+                           compaction_delta_commits=2)
     mor.run_once()
-    settle(["category", "venue"])
+    settle(tables)
     mor.run_once()  # the second delta commit: compaction runs inline after it
     pipeline.run_once()
-    for table in ("category", "venue"):
+    for table in tables:
         assert any(c.action == "commit" for c in mor.timeline(table)), f"{table}: no compaction commit"
         assert any(c.action == "deltacommit" for c in mor.timeline(table))
         assert mor.live_rows(mor.snapshot(table), table) == pipeline.live_rows(pipeline.snapshot(table), table)
@@ -63,7 +65,7 @@ def test_hard_deletes_remove_the_row_and_time_travel_still_has_it(sandbox, pipel
 
     from sandbox.changes import ChangeReader
 
-    hard = pipeline.sibling(lake=pipeline.config.lake + "-hard", hard_deletes=True)
+    hard = pipeline.sibling(lake=pipeline.config.lake + "-hard", only=["venue"], hard_deletes=True)
     placement = mutator.placement("venue")
     template = mutator.sample_row("venue", random.Random(8))
     new_id = mutator.next_key("venue") + 700
