@@ -55,10 +55,11 @@ class ChangeReader:
     """Reads a topic and keeps every decoded event, so tests can wait for the one they expect.
 
     By default from the beginning; `from_end=True` starts at the current end of an existing topic, for waiting on
-    changes about to be made without decoding the whole history.
+    changes about to be made without decoding the whole history; `from_offsets` ({partition: offset}) starts there.
     """
 
-    def __init__(self, bootstrap: str, topic: str, registry: RegistryClient, from_end: bool = False):
+    def __init__(self, bootstrap: str, topic: str, registry: RegistryClient, from_end: bool = False,
+                 from_offsets: dict[int, int] | None = None):
         self.topic = topic
         self.registry = registry
         self.events: list[ChangeEvent] = []
@@ -72,6 +73,8 @@ class ChangeReader:
         })
         if from_end:
             self._consumer.assign(self._end_offsets())
+        elif from_offsets:
+            self._consumer.assign([TopicPartition(topic, p, o) for p, o in from_offsets.items()])
         else:
             self._consumer.subscribe([topic])
 
@@ -127,3 +130,16 @@ class ChangeReader:
         value = self.registry.decode(message.value())
         return ChangeEvent(message.topic(), message.partition(), message.offset(),
                            key[1] if key else None, value[1] if value else None, value[0] if value else None)
+
+
+def end_offsets(bootstrap: str, topics: list[str]) -> dict[str, dict[int, int]]:
+    """{topic: {partition: end offset}} now; a topic that does not exist yet is left out."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sandbox-offsets-{uuid.uuid4()}",
+                         "log_level": 0})
+    try:
+        found = consumer.list_topics(timeout=10).topics
+        return {topic: {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                        for p in found[topic].partitions}
+                for topic in topics if topic in found and found[topic].partitions}
+    finally:
+        consumer.close()

@@ -215,10 +215,16 @@ def job_run(
     merge_on_read: bool = typer.Option(False, "--merge-on-read", help="Merge-on-Read silver tables with compaction."),
     hard_deletes: bool = typer.Option(False, help="Remove deleted rows instead of keeping soft deletes."),
     lake: str = typer.Option(None, help="Base URI of the lake (default s3a://<lake bucket>)."),
+    table: list[str] = typer.Option(None, help="Only these tables (repeatable; default every captured table). A lake "
+                                    "keeps the tables it was started with: its checkpoint knows only their topics."),
 ):
     """Run the job with spark-submit: --once by default (process what is in Kafka, then exit)."""
     settings = Settings.load()
-    config = job.job_config(settings, lake=lake, hard_deletes=hard_deletes,
+    captured = [t.name for t in settings.topology.tables]
+    unknown = [t for t in table or [] if t not in captured]
+    if unknown:
+        _fail(SandboxError(f"unknown table {', '.join(unknown)}", "choose from: " + ", ".join(captured)))
+    config = job.job_config(settings, lake=lake, only=table or None, hard_deletes=hard_deletes,
                             table_type="MERGE_ON_READ" if merge_on_read else "COPY_ON_WRITE")
     raise typer.Exit(job.run(settings, config, once=not continuous))
 

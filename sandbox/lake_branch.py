@@ -14,13 +14,12 @@ deliberately broken for the harness's own tests, gets a lake of its own from the
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlparse
 
 from confluent_kafka import Consumer, TopicPartition
 
 from sandbox import job
+from sandbox.checkpoint import committed_offsets, object_keys, split_uri
 from sandbox.config import Settings
 from sandbox.pipeline import Pipeline
 from sandbox.services.localstack import s3_client
@@ -59,22 +58,10 @@ class LakeBranches:
         return {spec.topic: offsets[spec.topic] for spec in specs}
 
 
-def committed_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
-    """{topic: {partition: next offset}} of the last micro-batch a Structured Streaming checkpoint committed
-    (its offset log: `offsets/<batch>` holds a version line, the batch's metadata, then one line per source)."""
-    bucket, prefix = _split(checkpoint)
-    batches = [int(key.rsplit("/", 1)[1]) for key in _keys(s3, bucket, f"{prefix}/commits/")
-               if key.rsplit("/", 1)[1].isdigit()]
-    if not batches:
-        return {}
-    body = s3.get_object(Bucket=bucket, Key=f"{prefix}/offsets/{max(batches)}")["Body"].read().decode()
-    return json.loads(body.splitlines()[2])
-
-
 def copy_prefix(s3, source: str, target: str) -> int:
-    bucket, source_prefix = _split(source)
-    target_bucket, target_prefix = _split(target)
-    keys = list(_keys(s3, bucket, source_prefix + "/"))
+    bucket, source_prefix = split_uri(source)
+    target_bucket, target_prefix = split_uri(target)
+    keys = list(object_keys(s3, bucket, source_prefix + "/"))
 
     def copy(key: str) -> None:
         s3.copy_object(Bucket=target_bucket, Key=target_prefix + key[len(source_prefix):],
@@ -88,8 +75,8 @@ def copy_prefix(s3, source: str, target: str) -> int:
 def delete_prefix(s3, uri: str, whole_names: bool = True) -> int:
     """Remove every object under `uri`; `whole_names=False` also those of siblings whose names begin with its
     last part (`<lake>-mor` beside `<lake>`)."""
-    bucket, prefix = _split(uri)
-    keys = list(_keys(s3, bucket, prefix + ("/" if whole_names else "")))
+    bucket, prefix = split_uri(uri)
+    keys = list(object_keys(s3, bucket, prefix + ("/" if whole_names else "")))
     for start in range(0, len(keys), 1000):
         s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[start:start + 1000]],
                                                  "Quiet": True})
@@ -119,14 +106,3 @@ def topic_lag(settings: Settings, offsets: dict[str, dict[str, int]], topics: li
         return lag
     finally:
         consumer.close()
-
-
-def _split(uri: str) -> tuple[str, str]:
-    parsed = urlparse(uri)
-    return parsed.netloc, parsed.path.strip("/")
-
-
-def _keys(s3, bucket: str, prefix: str):
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for obj in page.get("Contents", []):
-            yield obj["Key"]

@@ -17,7 +17,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
+from sandbox.changes import ChangeReader, end_offsets
 from sandbox.config import Settings
+from sandbox.registry import RegistryClient
 from sandbox.mssql import SERIAL_BITS, WITHIN_COMMIT_BITS
 from sandbox.mutations import Change, Mutator, added_column
 from sandbox.silver import (NotComparableAsArrow, Rows, RustSilver, Shape, SparkSilver, arrow_rows, expected_table,
@@ -86,6 +88,10 @@ class Oracle:
         self.pending: dict[str, set[tuple]] = {}
         self.recorded: dict[str, list[Recorded]] = {}
         self.next_seq = mutator.journal.next_seq()
+        self.registry = RegistryClient(settings.registry_api_url)
+        # Every change the oracle waits for is made after this: its event lies past these offsets.
+        self.kafka_floor = end_offsets(settings.endpoint("kafka").address,
+                                       [spec.topic for spec in pipeline.config.tables])
         self.rounds = 0
         self._verified_after = -1  # rounds done when the history was last verified
 
@@ -112,7 +118,9 @@ class Oracle:
         label = label or f"round {self.rounds + 1}"
         targets = self._apply(changes)
         started = time.monotonic()
-        commits = self.pipeline.wait_for_positions(targets, self.timeout)
+        landmarks = self._locate(changes, targets, started + self.timeout)
+        commits = self.pipeline.wait_for_positions(targets, max(1.0, started + self.timeout - time.monotonic()),
+                                                   landmarks)
         self.stats.seconds_waiting += time.monotonic() - started
         recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
         for entry in recorded.values():
@@ -162,6 +170,23 @@ class Oracle:
             if keys and table in targets:
                 self._refresh(table, keys)
         return targets
+
+    def _locate(self, changes: list[Change], targets: dict[str, int], deadline: float) -> dict[str, tuple[int, int]]:
+        """The Kafka (partition, offset) of each target table's last event of the round, read from its topic; the
+        pipeline's wait fails at once if the job commits past it without silver reaching the target."""
+        last = {c.table: c for c in changes if c.table in targets and c.debezium_ops}
+        landmarks = {}
+        for table, change in last.items():
+            topic = self.pipeline.config.spec(table).topic
+            op = change.debezium_ops[-1]
+            with ChangeReader(self.settings.endpoint("kafka").address, topic, self.registry,
+                              from_offsets=self.kafka_floor.get(topic)) as reader:
+                event = reader.wait_for(lambda e: e.value is not None and change.produced_by(e.value, e.key, op),
+                                        max(1.0, deadline - time.monotonic()),
+                                        f"{op!r} of journal entry {change.seq} ({change.kind} {change.key})")
+            landmarks[table] = (event.partition, event.offset)
+            self.kafka_floor.setdefault(topic, {})[event.partition] = event.offset + 1
+        return landmarks
 
     def _add_column(self, change: Change) -> None:
         shape = self.shapes[change.table]

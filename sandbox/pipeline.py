@@ -13,8 +13,10 @@ import time
 from dataclasses import dataclass, field
 
 from sandbox import job
+from sandbox.checkpoint import committed_offsets
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
+from sandbox.services.localstack import s3_client
 from sandbox.tickit import normalized_rows
 from sandbox.wait import wait_until
 from spark_jobs import cdc_hudi_job, queries
@@ -28,6 +30,10 @@ def spark_for(settings: Settings, config: JobConfig | None = None):
     os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
     time.tzset()
     return spark_session(config or job.job_config(settings))
+
+
+class SilverBehind(AssertionError):
+    """The job consumed a round's change from Kafka but silver never committed it."""
 
 
 @dataclass
@@ -90,8 +96,13 @@ class Pipeline:
             self.stop_continuous()
             self.start_continuous()
 
-    def wait_for_positions(self, targets: dict[str, int], timeout: float) -> dict[str, queries.Commit]:
-        """Wait until each table's latest commit holds its target source position; returns those commits."""
+    def wait_for_positions(self, targets: dict[str, int], timeout: float,
+                           landmarks: dict[str, tuple[int, int]] | None = None) -> dict[str, queries.Commit]:
+        """Wait until each table's latest commit holds its target source position; returns those commits.
+
+        `landmarks` gives, per table, the Kafka (partition, offset) of the event that carries its target: once the
+        job's checkpoint has committed past that offset and the table still has no such commit, the job read the
+        change and did not write it, and the wait fails at once (SilverBehind) instead of running out of time."""
         reached: dict[str, queries.Commit] = {}
 
         def all_reached() -> bool:
@@ -99,7 +110,11 @@ class Pipeline:
                 raise SandboxError(f"the continuous job failed: {self.query.exception()}", "see the Spark log above")
             if self.query is None and not self.paused and self.drives_job:
                 self.run_once()
-            return self._reach(targets, reached)
+            consumed = self.consumed_offsets() if landmarks else {}  # before the timeline: its commits come first
+            if self._reach(targets, reached):
+                return True
+            self._fail_if_consumed(targets, reached, landmarks or {}, consumed)
+            return False
 
         if self.paused and targets:
             raise SandboxError("the pipeline is paused", "resume it before waiting for it to reach a position")
@@ -108,6 +123,26 @@ class Pipeline:
                    "the job may be skipping a table or failing; see its batch summaries: "
                    + "; ".join(self.reports[-3:]), interval=0.5)
         return reached
+
+    def consumed_offsets(self) -> dict[str, dict[str, int]]:
+        """{topic: {partition: next offset}} the job's checkpoint has committed."""
+        return committed_offsets(s3_client(self.settings.url("localstack")), self.config.checkpoint())
+
+    def _fail_if_consumed(self, targets: dict[str, int], reached: dict, landmarks: dict[str, tuple[int, int]],
+                          consumed: dict[str, dict[str, int]]) -> None:
+        for table, (partition, offset) in landmarks.items():
+            topic = self.config.spec(table).topic
+            done = consumed.get(topic, {}).get(str(partition), -1)
+            if table not in reached and done > offset:
+                raise SilverBehind(
+                    f"silver {table} in {self.config.lake} has no commit at source position {targets[table]}, yet the "
+                    f"job has committed {topic} partition {partition} up to offset {done}, past the change at offset "
+                    f"{offset}: it read the change and did not write it (latest commit: "
+                    f"{self._latest_commit(table)})")
+
+    def _latest_commit(self, table: str) -> str:
+        commits = self.timeline(table) if self._table_exists(table) else []
+        return f"{commits[-1].instant} at position {commits[-1].max_source_position}" if commits else "none"
 
     def _reach(self, targets: dict[str, int], reached: dict[str, queries.Commit]) -> bool:
         for table, target in targets.items():

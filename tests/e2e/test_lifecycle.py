@@ -1,6 +1,7 @@
 """`up` twice reuses what runs; `down` and `up` keep every S3 object exactly, and the job goes on writing the same
 lake afterwards: the oracle checks silver, time travel to the commits before the restart and incremental reads
-across it, for a lake of the harness and for the default lake written by `sandbox job run`."""
+across it, for a lake of the harness (the job in-process) and for a lake written by `sandbox job run`
+(spark-submit)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import pytest
 from sandbox import job
 from sandbox.backends import native
 from sandbox.oracle import Oracle
+from sandbox.lake_branch import delete_prefix
 from sandbox.pipeline import Pipeline
+from sandbox.pytest_plugin import new_lake
 from sandbox.services import bucket_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -95,16 +98,19 @@ def test_down_and_up_keep_the_lake_and_the_job_goes_on_writing_it(request, sandb
                                                                   pipeline_factory):
     timeout = request.config.getoption("--oracle-timeout")
     harness_lake = pipeline_factory(only=["category", "sale"])
-    default_lake = Pipeline(sandbox, job.job_config(sandbox), spark, owns_session=False, drives_job=False)
+    # spark-submit's lake holds `category` alone: its whole history is small, and the user's default lake is left alone
+    submitted_lake = Pipeline(sandbox, job.job_config(sandbox, lake=new_lake(sandbox, "submitted"), only=["category"]),
+                              spark, owns_session=False, drives_job=False)
+    job_run = ("job", "run", "--lake", submitted_lake.config.lake, "--table", "category")
     harness = Oracle(sandbox, harness_lake, mutator, timeout=timeout)
-    default = Oracle(sandbox, default_lake, mutator, timeout=timeout)
+    submitted = Oracle(sandbox, submitted_lake, mutator, timeout=timeout)
 
     harness.track(["category", "sale"])
     change_rows(mutator, "before the restart")
     harness.round("before the restart")
-    shown = sandbox_cli("job", "run", timeout=1200)
+    shown = sandbox_cli(*job_run, timeout=1200)
     assert re.search(r"batch \d+: ", shown) and " INFO " not in shown and "WARN" not in shown, "summaries, not Spark's log"
-    default.track(["category"], "before the restart")
+    submitted.track(["category"], "before the restart")
 
     before = bucket_snapshot.listing(s3)
     sandbox_cli("down")
@@ -115,9 +121,10 @@ def test_down_and_up_keep_the_lake_and_the_job_goes_on_writing_it(request, sandb
     change_rows(mutator, "after the restart")
     harness.round("after the restart")
     harness.verify_history()
-    sandbox_cli("job", "run", timeout=1200)
-    default.round("after the restart")
-    default.verify_history()
+    sandbox_cli(*job_run, timeout=1200)
+    submitted.round("after the restart")
+    submitted.verify_history()
+    delete_prefix(s3, submitted_lake.config.lake)
 
 
 def change_rows(mutator, note: str) -> None:

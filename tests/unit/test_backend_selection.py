@@ -116,3 +116,9 @@ def test_cli_up_says_it_uses_native_and_why(no_engine):
     assert "native backend (no Docker engine reachable:" in result.stdout
     assert result.returncode != 0 and f"port {port}" in result.stdout
     assert not Path(no_engine["SANDBOX_STATE_DIR"]).exists()
+
+
+def test_job_run_with_an_unknown_table_names_the_tables_to_choose_from(no_engine):
+    result = run_sandbox(no_engine, "job", "run", "--table", "sales")
+    assert result.returncode == 1
+    assert "unknown table sales" in result.stdout and "category" in result.stdout and "sale" in result.stdout

@@ -1,0 +1,31 @@
+"""A lake's objects and its Structured Streaming checkpoint on S3, read from outside the job: which Kafka offsets the
+job's last committed micro-batch reached. Any job that checkpoints to the lake can be read this way."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlparse
+
+
+def committed_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
+    """{topic: {partition: next offset}} of the last micro-batch a Structured Streaming checkpoint committed
+    (its offset log: `offsets/<batch>` holds a version line, the batch's metadata, then one line per source)."""
+    bucket, prefix = split_uri(checkpoint)
+    batches = [int(key.rsplit("/", 1)[1]) for key in object_keys(s3, bucket, f"{prefix}/commits/")
+               if key.rsplit("/", 1)[1].isdigit()]
+    if not batches:
+        return {}
+    body = s3.get_object(Bucket=bucket, Key=f"{prefix}/offsets/{max(batches)}")["Body"].read().decode()
+    return json.loads(body.splitlines()[2])
+
+
+def split_uri(uri: str) -> tuple[str, str]:
+    """s3a://bucket/some/prefix -> (bucket, some/prefix)."""
+    parsed = urlparse(uri)
+    return parsed.netloc, parsed.path.strip("/")
+
+
+def object_keys(s3, bucket: str, prefix: str):
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            yield obj["Key"]
