@@ -15,6 +15,7 @@ equal the snapshot just checked; later, with newer commits on top, it tests that
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from sandbox.changes import ChangeReader, end_offsets
@@ -240,10 +241,11 @@ class Oracle:
         rows are built only when that cannot decide or finds a difference, and they alone word the failure."""
         shape = entry.shape
         batches_by_reader = {}
-        for reader in self.readers:
-            started = time.monotonic()
-            batches_by_reader[reader.name] = read(reader)
-            self._count_read(reader.name, started, len(expected))
+        with ThreadPoolExecutor(len(self.readers)) as pool:  # Spark works in its JVM meanwhile
+            reads = {reader.name: pool.submit(_timed, read, reader) for reader in self.readers}
+            for name, future in reads.items():
+                batches_by_reader[name], seconds = future.result()
+                self._count_read(name, seconds, len(expected))
         if what.startswith("time travel"):
             self.stats.time_travel_instants.add((entry.table, entry.commit.instant))
         elif what.startswith("snapshot"):
@@ -254,10 +256,9 @@ class Oracle:
             return
         actual_by_reader = {}
         for name, batches in batches_by_reader.items():
-            started = time.monotonic()
-            actual = arrow_rows(shape, batches)
+            actual, seconds = _timed(lambda b: arrow_rows(shape, b), batches)
             actual_by_reader[name] = {k: v for k, v in actual.items() if v is not None} if live_only else actual
-            self._count_read(name, started, 0)
+            self._count_read(name, seconds, 0)
         problems = []
         names = list(actual_by_reader)
         first, second = (actual_by_reader[n] for n in names)
@@ -285,9 +286,15 @@ class Oracle:
         except NotComparableAsArrow:
             return False
 
-    def _count_read(self, reader: str, started: float, rows: int) -> None:
-        self.stats.seconds_by_reader[reader] = self.stats.seconds_by_reader.get(reader, 0.0) + time.monotonic() - started
+    def _count_read(self, reader: str, seconds: float, rows: int) -> None:
+        self.stats.seconds_by_reader[reader] = self.stats.seconds_by_reader.get(reader, 0.0) + seconds
         self.stats.rows_compared += rows
+
+
+def _timed(work, arg):
+    started = time.monotonic()
+    result = work(arg)
+    return result, time.monotonic() - started
 
 
 def diff_rows(shape: Shape, expected: Rows, actual: Rows) -> list[str]:

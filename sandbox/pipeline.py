@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sandbox import job
@@ -147,11 +148,10 @@ class Pipeline:
         return f"{commits[-1].instant} at position {commits[-1].max_source_position}" if commits else "none"
 
     def _reach(self, targets: dict[str, int], reached: dict[str, queries.Commit]) -> bool:
-        for table, target in targets.items():
-            if table not in reached:
-                commit = self.first_commit_at(table, target)
-                if commit is not None:
-                    reached[table] = commit
+        pending = [table for table in targets if table not in reached]
+        with ThreadPoolExecutor(max(1, min(4, len(pending)))) as pool:  # one small Spark job per table's timeline
+            found = pool.map(lambda table: self.first_commit_at(table, targets[table]), pending)
+            reached |= {table: commit for table, commit in zip(pending, found) if commit is not None}
         return len(reached) == len(targets)
 
     def first_commit_at(self, table: str, target: int) -> queries.Commit | None:
