@@ -1,8 +1,9 @@
 """The oracle: what the silver tables must hold after each round of source changes, checked through two readers.
 
 A round is everything the mutation journal recorded since the previous round. The oracle waits until the pipeline
-has committed each touched table up to the source position of the round's last change, reads the changed keys
-back from the source, and records the expected state for that commit. It then asserts exact typed equality of
+has committed each touched table up to the source position of the round's last change (it finds that change's
+event in Kafka first: a job whose checkpoint passes the event without silver reaching the position fails the round
+at once), reads the changed keys back from the source, and records the expected state for that commit. It then asserts exact typed equality of
   - the latest silver snapshot with the expected state (which is the source table's state),
   - an incremental read from the previous recorded commit to this one with the rows changed in between,
 each through Spark and through hudi-rs, and the two readers with each other. `verify_history()` (which the
@@ -20,9 +21,9 @@ from dataclasses import dataclass, field, replace
 
 from sandbox.changes import ChangeReader, end_offsets
 from sandbox.config import Settings
-from sandbox.registry import RegistryClient
 from sandbox.mssql import SERIAL_BITS, WITHIN_COMMIT_BITS
 from sandbox.mutations import Change, Mutator, added_column
+from sandbox.registry import RegistryClient
 from sandbox.silver import (NotComparableAsArrow, Rows, RustSilver, Shape, SparkSilver, arrow_rows, expected_table,
                             live_table)
 from sandbox.tickit import Placement, connect
