@@ -24,8 +24,8 @@ from sandbox.config import Settings
 from sandbox.mssql import SERIAL_BITS, WITHIN_COMMIT_BITS
 from sandbox.mutations import Change, Mutator, added_column
 from sandbox.registry import RegistryClient
-from sandbox.silver import (NotComparableAsArrow, Rows, RustSilver, Shape, SparkSilver, arrow_rows, expected_table,
-                            live_table)
+from sandbox.silver import (NotComparableAsArrow, Rows, RustSilver, Shape, SparkSilver, arrow_rows, duplicate_keys,
+                            expected_table, live_table, wrong_types)
 from sandbox.tickit import Placement, connect
 from spark_jobs.decode import BINLOG_FILE_FACTOR, BINLOG_POS_FACTOR
 from spark_jobs.queries import Commit
@@ -37,6 +37,14 @@ MAX_DIFF_LINES = 25
 
 class OracleMismatch(AssertionError):
     """Silver differs from what the source says it must hold, or the two readers disagree."""
+
+
+class DuplicateKeys(OracleMismatch):
+    """A read holds a source key more than once."""
+
+
+class WrongTypes(OracleMismatch):
+    """A silver column's type is not the one its source column maps to."""
 
 
 @dataclass
@@ -247,6 +255,7 @@ class Oracle:
             for name, future in reads.items():
                 batches_by_reader[name], seconds = future.result()
                 self._count_read(name, seconds, len(expected))
+        self._check_keys_and_types(what, entry, batches_by_reader)
         if what.startswith("time travel"):
             self.stats.time_travel_instants.add((entry.table, entry.commit.instant))
         elif what.startswith("snapshot"):
@@ -270,10 +279,27 @@ class Oracle:
             if actual != expected:
                 problems.append(f"{name}:\n" + "\n".join(diff_rows(shape, expected, actual)))
         if problems:
-            raise OracleMismatch(f"silver {entry.table} in {self.pipeline.config.lake}, {what}, "
-                                 f"commit {entry.commit.instant} "
-                                 f"(round {entry.label!r}, source position {entry.commit.max_source_position}):\n"
-                                 + "\n".join(problems))
+            raise OracleMismatch(self._where(what, entry) + "\n".join(problems))
+
+    def _check_keys_and_types(self, what: str, entry: Recorded, batches_by_reader: dict) -> None:
+        """Each reader's read holds every key once and every compared column in its expected type: failures of their
+        own, before any value is compared (the value comparison keeps one version per key and `1.5 == 1.50`)."""
+        dialect = self.mutator.placement(entry.table).dialect
+        duplicates, types = [], []
+        for name, batches in batches_by_reader.items():
+            for key, commits in list(duplicate_keys(entry.shape, batches).items())[:MAX_DIFF_LINES]:
+                shown = ", ".join(f"{k}={v!r}" for k, v in zip(entry.shape.table.primary_key, key))
+                duplicates.append(f"  {name}: key {shown} held {len(commits)} times, by commits {', '.join(commits)}")
+            if batches:
+                types += [f"  {name}:{line}" for line in wrong_types(entry.shape, batches[0].schema, dialect)]
+        if duplicates:
+            raise DuplicateKeys(self._where(what, entry) + "a key held more than once:\n" + "\n".join(duplicates))
+        if types:
+            raise WrongTypes(self._where(what, entry) + "columns of the wrong type:\n" + "\n".join(types))
+
+    def _where(self, what: str, entry: Recorded) -> str:
+        return (f"silver {entry.table} in {self.pipeline.config.lake}, {what}, commit {entry.commit.instant} "
+                f"(round {entry.label!r}, source position {entry.commit.max_source_position}):\n")
 
     @staticmethod
     def _equal_as_arrow(shape: Shape, batches, expected: Rows, expected_tables: dict) -> bool:

@@ -74,8 +74,36 @@ def off_by_one_commit(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(queries, "timeline", timeline)
 
 
+def offset_in_key(patch: pytest.MonkeyPatch) -> None:
+    """The record key includes the Kafka offset (a key made "unique"): each change of a row lands as a row of its
+    own, so silver holds the key several times."""
+    original = cdc_hudi_job.hudi_options
+
+    def options(config, spec, max_position, batch_id):
+        return original(config, spec, max_position, batch_id) | {
+            "hoodie.datasource.write.recordkey.field": ",".join([*spec.key, "_kafka_offset"])}
+
+    patch.setattr(cdc_hudi_job, "hudi_options", options)
+
+
+def widened_integers(patch: pytest.MonkeyPatch) -> None:
+    """Writes every integer column of the source as bigint (a cast to long "to be safe"): the values are right,
+    the types are not."""
+    original = cdc_hudi_job.write_silver
+
+    def write_silver(spark, config, spec, changes, batch_id):
+        source = [f.name for f in changes.schema.fields if f.dataType.typeName() == "integer"
+                  and not f.name.startswith("_")]
+        widened = changes.select(*[F.col(c).cast("long").alias(c) if c in source else F.col(c)
+                                   for c in changes.columns])
+        return original(spark, config, spec, widened, batch_id)
+
+    patch.setattr(cdc_hudi_job, "write_silver", write_silver)
+
+
 VARIANTS = {"order-by-timestamp": order_by_timestamp, "drop-deletes": drop_deletes, "skip-table": skip_table,
-            "off-by-one-commit": off_by_one_commit}
+            "off-by-one-commit": off_by_one_commit, "offset-in-key": offset_in_key,
+            "widened-integers": widened_integers}
 
 
 def break_job(name: str) -> pytest.MonkeyPatch:

@@ -7,24 +7,27 @@ import pytest
 
 from sandbox import scenario as scenarios
 from sandbox.config import PROJECT_ROOT
-from sandbox.oracle import Oracle, RunStats
+from sandbox.oracle import DuplicateKeys, Oracle, OracleMismatch, RunStats, WrongTypes
 from sandbox.pipeline import SilverBehind
 from tests.broken_variants import VARIANTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SCENARIOS = PROJECT_ROOT / "fixtures" / "scenarios"
-CATCHING_SCENARIO = {
-    "order-by-timestamp": "source-clock-skew.yaml",
-    "drop-deletes": "delete-then-reinsert.yaml",
-    "skip-table": "delete-then-reinsert.yaml",
-    "off-by-one-commit": "primary-key-update.yaml",
+CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the kind of failure the bug must cause
+    "order-by-timestamp": ("source-clock-skew.yaml", OracleMismatch),  # a wrong value
+    "drop-deletes": ("delete-then-reinsert.yaml", OracleMismatch),
+    "skip-table": ("delete-then-reinsert.yaml", SilverBehind),  # the job reads the changes and never commits them
+    "off-by-one-commit": ("primary-key-update.yaml", OracleMismatch),
+    "offset-in-key": ("same-transaction-updates.yaml", DuplicateKeys),
+    "widened-integers": ("same-transaction-updates.yaml", WrongTypes),
 }
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_broken_job_is_caught(request, variant, sandbox, pipeline_factory, mutator, monkeypatch):
-    spec = scenarios.load(SCENARIOS / CATCHING_SCENARIO[variant])
+    scenario, failure = CAUGHT_BY[variant]
+    spec = scenarios.load(SCENARIOS / scenario)
     VARIANTS[variant](monkeypatch)
     pipeline = pipeline_factory(only=spec.tables, branch=False)  # written by the broken job from the first change
     pipeline.run_once()  # the topics' backlog, on a JVM maybe cold: the oracle's wait is for the scenario's changes
@@ -32,5 +35,5 @@ def test_broken_job_is_caught(request, variant, sandbox, pipeline_factory, mutat
     with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
         scenarios.run(spec, pipeline, mutator, oracle)
     message = str(caught.value)
-    if variant == "skip-table":  # the job reads the table's changes and never commits them: said at once
-        assert isinstance(caught.value, SilverBehind) and spec.tables[0] in message, message
+    assert type(caught.value) is failure, f"{variant} must fail as {failure.__name__}, not:\n{message}"
+    assert any(table in message for table in spec.tables), message

@@ -1,0 +1,66 @@
+"""The oracle's key and type checks: a key held twice and a column of another type are failures of their own, even
+where every value compares equal (the row-by-row comparison keeps one version per key, and `1.5 == 1.50`)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from sandbox.silver import Shape, arrow_type, duplicate_keys, wrong_types
+from tickit_data.ddl import MYSQL, POSTGRES
+from tickit_data.schema import get_table
+
+CATEGORY = Shape(get_table("category"))
+SALE = Shape(get_table("sale"))
+
+
+def category_batches(keys: list[int], commits: list[str], catid=pa.int32()) -> list:
+    n = len(keys)
+    return pa.table([pa.array(keys, catid), pa.array(["Shows"] * n), pa.array(["Opera"] * n),
+                     pa.array(["desc"] * n), pa.array([None] * n, pa.string()), pa.array(commits)],
+                    names=[*CATEGORY.columns, "__deleted", "_hoodie_commit_time"]).to_batches()
+
+
+def test_a_key_held_twice_is_named_with_the_commits_that_hold_it():
+    batches = category_batches([1, 2, 1, 3, 1], ["c1", "c1", "c3", "c1", "c2"])
+    assert duplicate_keys(CATEGORY, batches) == {(1,): ["c1", "c2", "c3"]}
+
+
+def test_distinct_keys_and_empty_reads_have_no_duplicates():
+    assert duplicate_keys(CATEGORY, category_batches([1, 2, 3], ["c1", "c1", "c2"])) == {}
+    assert duplicate_keys(CATEGORY, []) == {}
+
+
+def sale_schema(**overrides) -> pa.Schema:
+    fields = {column.name: arrow_type(column, MYSQL) for column in SALE.table.columns} | overrides
+    return pa.schema(list(fields.items()) + [("_hoodie_commit_time", pa.string())])
+
+
+def test_the_expected_types_pass():
+    assert wrong_types(SALE, sale_schema(), MYSQL) == []
+
+
+def test_money_as_double_and_a_widened_integer_are_named():
+    lines = wrong_types(SALE, sale_schema(pricepaid=pa.float64(), qtysold=pa.int64()), MYSQL)
+    assert len(lines) == 2
+    assert "column qtysold (smallint in the source): expected int32, actual int64" in lines[0]
+    assert "column pricepaid (decimal(8,2) in the source): expected decimal128(8, 2), actual double" in lines[1]
+
+
+def test_wider_decimal_and_timestamps_as_text_or_without_zone_are_named():
+    for wrong in (pa.decimal128(38, 10), pa.string(), pa.timestamp("us"), pa.int64()):
+        column = "pricepaid" if pa.types.is_decimal(wrong) else "saletime"
+        assert len(wrong_types(SALE, sale_schema(**{column: wrong}), MYSQL)) == 1, wrong
+
+
+def test_booleans_are_integers_from_mysql_and_booleans_elsewhere():
+    holiday = get_table("date").column("holiday")
+    assert arrow_type(holiday, MYSQL) == pa.int32()
+    assert arrow_type(holiday, POSTGRES) == pa.bool_()
+
+
+def test_a_column_the_read_lacks_or_holds_as_untyped_nulls_is_left_to_the_values():
+    schema = pa.schema([(name, type_) for name, type_ in zip(sale_schema().names, sale_schema().types)
+                        if name != "commission"])
+    assert wrong_types(SALE, schema, MYSQL) == []
+    assert wrong_types(SALE, sale_schema(commission=pa.null()), MYSQL) == []
+
