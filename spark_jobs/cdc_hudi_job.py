@@ -35,6 +35,7 @@ from spark_jobs.session import spark_session  # noqa: E402
 
 COMMIT_META_PREFIX = "sandbox."
 UPSERT_THREADS = 4
+SMALL_BATCH_EVENTS = 10_000
 
 
 class Stopwatch:
@@ -146,10 +147,13 @@ def process_batch(spark: SparkSession, config: JobConfig, schemas: SchemaCache, 
     started_at, started = time.time(), time.monotonic()
     watch = Stopwatch()
     with watch.phase("read"):
-        batch = batch.cache()
-        empty = batch.isEmpty()
-    if empty:
+        cached = batch.cache()
+        events = cached.count()
+    if not events:
         return {"batch_id": batch_id, "empty": True}
+    # Kafka gives a partition per topic: a few changes spread over seven partitions cost seven tasks in every stage
+    # of every table's plan. One partition does it in one task each; a backlog keeps them, to use every core.
+    batch = cached.coalesce(1) if events <= SMALL_BATCH_EVENTS else cached
     # Bronze and each table's upsert wait mostly on S3 and the driver, so they run side by side.
     with ThreadPoolExecutor(max_workers=UPSERT_THREADS) as pool:
         bronze = pool.submit(timed, watch, "bronze", write_bronze, batch, config, batch_id)
@@ -165,8 +169,8 @@ def process_batch(spark: SparkSession, config: JobConfig, schemas: SchemaCache, 
                            changed)
         tables = dict(zip((spec.table for spec in changed), written))
         bronze.result()
-    batch.unpersist()
-    return {"batch_id": batch_id, "tables": tables, "quarantined": quarantined, "started_at": started_at,
+    cached.unpersist()
+    return {"batch_id": batch_id, "events": events, "tables": tables, "quarantined": quarantined, "started_at": started_at,
             "phases": watch.seconds, "seconds": round(time.monotonic() - started, 2)}
 
 
@@ -178,6 +182,9 @@ def start(spark: SparkSession, config: JobConfig, once: bool, report=print):
               .option("startingOffsets", json.dumps(config.starting_offsets) if config.starting_offsets
                       else "earliest")
               .option("failOnDataLoss", "false")
+              # Spark reads a known offset range, so a fetch never needs to wait for data to arrive; the consumer's
+              # default (500 ms) held each partition's last fetch of a micro-batch that long.
+              .option("kafka.fetch.max.wait.ms", "10")
               .load())
 
     def on_batch(batch: DataFrame, batch_id: int) -> None:
