@@ -23,6 +23,7 @@ from sandbox.checkpoint import committed_offsets, object_keys, split_uri
 from sandbox.config import Settings
 from sandbox.pipeline import Pipeline
 from sandbox.services.localstack import s3_client
+from spark_jobs.cdc_hudi_job import written_with_buckets
 
 BASELINE = "_baseline"
 RETAINED_COMMITS = 2
@@ -37,6 +38,7 @@ class LakeBranches:
         config = job.job_config(settings, lake=f"s3a://{settings.topology.lake_bucket}/{BASELINE}",
                                 retain_commits=RETAINED_COMMITS, catalog_database="")
         self.baseline = Pipeline(settings, config, spark, owns_session=False)
+        self._layout_checked = False
 
     def branch(self, lake: str, only: list[str] | None = None) -> dict[str, dict[str, int]] | None:
         """Copy the baseline's silver for `only` (every table) into `lake`; returns the offsets the branch's job
@@ -46,7 +48,8 @@ class LakeBranches:
         specs = [s for s in self.baseline.config.tables if only is None or s.table in only]
         offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
         lag = topic_lag(self.settings, offsets, [spec.topic for spec in specs])
-        if lag is None:
+        if lag is None or not self._current_layout():
+            lag = None
             delete_prefix(self.s3, self.baseline.config.lake)
         if lag is None or lag > CATCH_UP_LAG:
             self.baseline.run_once()
@@ -56,6 +59,16 @@ class LakeBranches:
         for spec in specs:
             copy_prefix(self.s3, self.baseline.path(spec.table), f"{lake}/silver/{spec.table}")
         return {spec.topic: offsets[spec.topic] for spec in specs}
+
+    def _current_layout(self) -> bool:
+        """False for a baseline an earlier version of the job wrote in another file layout (rebuilt, not copied);
+        checked once per session."""
+        if not self._layout_checked:
+            bucket, prefix = split_uri(self.baseline.config.silver_root)
+            data = [key for key in object_keys(self.s3, bucket, prefix + "/") if "/.hoodie/" not in key]
+            self._layout_checked = all(written_with_buckets(key.rsplit("/", 1)[-1], self.baseline.config.buckets)
+                                       for key in data)
+        return self._layout_checked
 
 
 def copy_prefix(s3, source: str, target: str) -> int:

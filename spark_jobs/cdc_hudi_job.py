@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -79,6 +80,10 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         "hoodie.embed.timeline.server": "false",
         "hoodie.write.markers.type": "DIRECT",
         "hoodie.combine.before.upsert": "false",
+        # A key's file group follows from its hash: no index lookup reading every key of the table per upsert
+        # (README, "The job's settings": p50 3.29 s -> 2.68 s, the backlog 50.7 s -> 43.1 s).
+        "hoodie.index.type": "BUCKET",
+        "hoodie.bucket.index.num.buckets": str(config.buckets),
     }
     if config.retain_commits is None:  # keep every file version: time travel must reach every commit
         options |= {"hoodie.clean.automatic": "false", "hoodie.keep.min.commits": "10000",
@@ -113,6 +118,7 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
             rows = rows.withColumn("_hoodie_is_deleted", F.col("__deleted") == F.lit("true"))
     if not count:
         return {"rows": 0}
+    check_layout(spark, config.silver_path(spec.table), config.buckets)
     with watch.phase("upsert"):
         rows.write.format("hudi").options(**hudi_options(config, spec, reached, batch_id)) \
             .mode("append").save(config.silver_path(spec.table))
@@ -120,6 +126,35 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
         register(spark, config, spec.table)
     return {"rows": count, "max_source_position": reached, "kafka_timestamp_max": extent["kafka"].timestamp(),
             "upsert_ended_at": time.time(), "seconds": watch.seconds}
+
+
+BUCKETED_FILE = re.compile(r"^\.?(\d{8})-")  # a bucket-index file group's base or log file: its bucket number first
+_CHECKED: set[str] = set()  # silver tables whose layout this process has checked
+
+
+def check_layout(spark: SparkSession, path: str, buckets: int) -> None:
+    """Refuse a silver table written by an earlier version of the job without the bucket index: its file groups
+    cannot be found from a key, and upserting into it would write each key a second time."""
+    if path in _CHECKED:
+        return
+    table = spark._jvm.org.apache.hadoop.fs.Path(path)
+    fs = table.getFileSystem(spark._jsc.hadoopConfiguration())
+    if fs.exists(table):
+        names = [status.getPath().getName() for status in fs.listStatus(table) if status.isFile()]
+        if not all(written_with_buckets(name, buckets) for name in names):
+            raise RuntimeError(f"silver table {path} was written without the bucket index (by an earlier version of "
+                               f"this job). Write a new lake (`sandbox job run --lake s3a://<bucket>/<new prefix>`), or "
+                               f"delete the table's folder and its lake's checkpoints to rebuild it from Kafka. (Also "
+                               f"raised when `buckets` is lower than the table's.)")
+    _CHECKED.add(path)
+
+
+def written_with_buckets(file_name: str, buckets: int) -> bool:
+    """True for a file that is no data file, or a data file named by one of the table's buckets."""
+    if not (file_name.endswith(".parquet") or ".log." in file_name):
+        return True
+    bucket = BUCKETED_FILE.match(file_name)
+    return bucket is not None and int(bucket.group(1)) < buckets
 
 
 _REGISTERED: set[tuple[str, str]] = set()  # (catalog table, location) registered in this process

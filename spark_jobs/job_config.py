@@ -11,6 +11,8 @@ A JSON file (`--config`) holds:
   hard_deletes                             drop deleted rows instead of keeping them as soft deletes
   trigger_seconds                          micro-batch interval of --continuous
   retain_commits                           clean file versions older than this many commits (default: keep all)
+  buckets                                  file groups per silver table (Hudi's bucket index; fixed when a
+                                           table is created)
   starting_offsets                         {topic: {partition: offset}} where a new checkpoint starts reading
                                            (default: the earliest offsets); ignored once a checkpoint exists
   tables: [{topic, table, key: [columns], position: "lsn" | "binlog"}]
@@ -48,6 +50,7 @@ class JobConfig:
     hard_deletes: bool = False
     trigger_seconds: float = 2.0
     retain_commits: int | None = None
+    buckets: int = 1
     starting_offsets: dict | None = None
     extra_spark_conf: dict = field(default_factory=dict)
 
