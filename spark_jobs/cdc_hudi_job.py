@@ -81,7 +81,7 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         "hoodie.write.markers.type": "DIRECT",
         "hoodie.combine.before.upsert": "false",
         # A key's file group follows from its hash: no index lookup reading every key of the table per upsert
-        # (README, "The job's settings": p50 3.29 s -> 2.68 s, the backlog 50.7 s -> 43.1 s).
+        # (README, "The job's settings": p50 3.29 s -> 2.68 s, the backlog 50.7 s -> 43-46 s).
         "hoodie.index.type": "BUCKET",
         "hoodie.bucket.index.num.buckets": str(config.buckets),
     }
@@ -205,8 +205,8 @@ def process_batch(spark: SparkSession, config: JobConfig, schemas: SchemaCache, 
         tables = dict(zip((spec.table for spec in changed), written))
         bronze.result()
     cached.unpersist()
-    return {"batch_id": batch_id, "events": events, "tables": tables, "quarantined": quarantined, "started_at": started_at,
-            "phases": watch.seconds, "seconds": round(time.monotonic() - started, 2)}
+    return {"batch_id": batch_id, "events": events, "tables": tables, "quarantined": quarantined,
+            "started_at": started_at, "phases": watch.seconds, "seconds": round(time.monotonic() - started, 2)}
 
 
 def start(spark: SparkSession, config: JobConfig, once: bool, report=print):
