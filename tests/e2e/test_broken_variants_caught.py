@@ -14,19 +14,21 @@ from tests.broken_variants import VARIANTS
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SCENARIOS = PROJECT_ROOT / "fixtures" / "scenarios"
-CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the kind of failure the bug must cause
-    "order-by-timestamp": ("source-clock-skew.yaml", OracleMismatch),  # a wrong value
-    "drop-deletes": ("delete-then-reinsert.yaml", OracleMismatch),
-    "skip-table": ("delete-then-reinsert.yaml", SilverBehind),  # the job reads the changes and never commits them
-    "off-by-one-commit": ("primary-key-update.yaml", OracleMismatch),
-    "offset-in-key": ("same-transaction-updates.yaml", DuplicateKeys),
-    "widened-integers": ("same-transaction-updates.yaml", WrongTypes),
+CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the kinds of failure the bug must cause
+    "order-by-timestamp": ("source-clock-skew.yaml", {OracleMismatch}),  # a wrong value
+    # A delete that shares its micro-batch with other changes leaves the row live (a wrong value); one alone in its
+    # batch leaves nothing to commit, so the job moves past it without a commit (SilverBehind).
+    "drop-deletes": ("delete-then-reinsert.yaml", {OracleMismatch, SilverBehind}),
+    "skip-table": ("delete-then-reinsert.yaml", {SilverBehind}),  # the job reads the changes and never commits them
+    "off-by-one-commit": ("primary-key-update.yaml", {OracleMismatch}),
+    "offset-in-key": ("same-transaction-updates.yaml", {DuplicateKeys}),
+    "widened-integers": ("same-transaction-updates.yaml", {WrongTypes}),
 }
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_broken_job_is_caught(request, variant, sandbox, pipeline_factory, mutator, monkeypatch):
-    scenario, failure = CAUGHT_BY[variant]
+    scenario, failures = CAUGHT_BY[variant]
     spec = scenarios.load(SCENARIOS / scenario)
     VARIANTS[variant](monkeypatch)
     pipeline = pipeline_factory(only=spec.tables, branch=False)  # written by the broken job from the first change
@@ -35,5 +37,6 @@ def test_broken_job_is_caught(request, variant, sandbox, pipeline_factory, mutat
     with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
         scenarios.run(spec, pipeline, mutator, oracle)
     message = str(caught.value)
-    assert type(caught.value) is failure, f"{variant} must fail as {failure.__name__}, not:\n{message}"
+    kinds = " or ".join(sorted(kind.__name__ for kind in failures))
+    assert type(caught.value) in failures, f"{variant} must fail as {kinds}, not:\n{message}"
     assert any(table in message for table in spec.tables), message
