@@ -38,7 +38,7 @@ class LakeBranches:
         config = job.job_config(settings, lake=f"s3a://{settings.topology.lake_bucket}/{BASELINE}",
                                 retain_commits=RETAINED_COMMITS, catalog_database="")
         self.baseline = Pipeline(settings, config, spark, owns_session=False)
-        self._layout_checked = False
+        self._layout_is_current = False
 
     def branch(self, lake: str, only: list[str] | None = None) -> dict[str, dict[str, int]] | None:
         """Copy the baseline's silver for `only` (every table) into `lake`; returns the offsets the branch's job
@@ -61,14 +61,14 @@ class LakeBranches:
         return {spec.topic: offsets[spec.topic] for spec in specs}
 
     def _current_layout(self) -> bool:
-        """False for a baseline an earlier version of the job wrote in another file layout (rebuilt, not copied);
-        checked once per session."""
-        if not self._layout_checked:
+        """False for a baseline an earlier version of the job wrote in another file layout (rebuilt, not copied).
+        Listed until it is found current, then not again in this session."""
+        if not self._layout_is_current:
             bucket, prefix = split_uri(self.baseline.config.silver_root)
             data = [key for key in object_keys(self.s3, bucket, prefix + "/") if "/.hoodie/" not in key]
-            self._layout_checked = all(written_with_buckets(key.rsplit("/", 1)[-1], self.baseline.config.buckets)
-                                       for key in data)
-        return self._layout_checked
+            self._layout_is_current = all(written_with_buckets(key.rsplit("/", 1)[-1], self.baseline.config.buckets)
+                                          for key in data)
+        return self._layout_is_current
 
 
 def copy_prefix(s3, source: str, target: str) -> int:
