@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sandbox import class_archive
 from sandbox.config import PROJECT_ROOT, Settings
 from sandbox.services.localstack import ACCESS_KEY, SECRET_KEY
 from spark_jobs.job_config import JobConfig, TableSpec
+from spark_jobs.session import driver_conf
 from tickit_data import get_table
 
 JOB_FILE = PROJECT_ROOT / "spark_jobs" / "cdc_hudi_job.py"
@@ -47,10 +49,11 @@ def write_config(settings: Settings, config: JobConfig, path: Path | None = None
     return path
 
 
-def spark_submit_command(config: JobConfig, config_path: Path, once: bool) -> list[str]:
+def spark_submit_command(config: JobConfig, config_path: Path, once: bool, java_options: str = "") -> list[str]:
     spark_submit = Path(sys.executable).parent / "spark-submit"
-    # Under spark-submit the driver's classpath is fixed at launch: the jars go on the command line.
-    return [str(spark_submit), "--master", "local[2]", "--driver-memory", "2g", "--jars", ",".join(config.jars),
+    # Under spark-submit the driver's classpath and JVM options are fixed at launch: they go on the command line.
+    conf = [f"--conf={key}={value}" for key, value in driver_conf(config, java_options).items()]
+    return [str(spark_submit), "--master", "local[2]", "--driver-memory", "2g", *conf,
             str(JOB_FILE), "--config", str(config_path), "--once" if once else "--continuous"]
 
 
@@ -65,10 +68,13 @@ def submit_environment(settings: Settings) -> dict[str, str]:
 def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
     """spark-submit the job; each micro-batch's summary becomes one line through `say`, and Spark's own log (and
     the JVM's warnings) go to `<state>/logs/job.log`, whose tail is shown if the job fails."""
-    command = spark_submit_command(config, write_config(settings, config), once)
+    archive_option, recording = class_archive.java_options(settings, config, record=once)
+    command = spark_submit_command(config, write_config(settings, config), once, archive_option)
     log = settings.log_file("job")
     log.parent.mkdir(parents=True, exist_ok=True)
     say(f"job: spark-submit {'--once' if once else '--continuous'} on {config.lake} (Spark log: {log})")
+    if recording:
+        say("job: this first run also records the JVM's class archive as it exits (once; later runs start faster)")
     with open(log, "w") as spark_log:
         child = subprocess.Popen(command, env=submit_environment(settings), stdout=subprocess.PIPE,
                                  stderr=spark_log, text=True)
@@ -80,7 +86,9 @@ def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
                 spark_log.write(line)
                 spark_log.flush()
         code = child.wait()
-    if code != 0:
+    if code == 0:
+        class_archive.keep_recording(recording)
+    else:
         tail = log.read_text(errors="replace").splitlines()[-40:]
         say(f"job failed (exit {code}); the end of {log}:\n" + "\n".join(tail))
     return code

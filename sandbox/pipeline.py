@@ -13,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from sandbox import job
+from sandbox import class_archive, job
 from sandbox.checkpoint import committed_offsets
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
@@ -30,7 +30,9 @@ def spark_for(settings: Settings, config: JobConfig | None = None):
     """A Spark session with the job's jars and S3 settings for this sandbox."""
     os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
     time.tzset()
-    return spark_session(config or job.job_config(settings))
+    config = config or job.job_config(settings)
+    archive_option, _ = class_archive.java_options(settings, config, record=False)
+    return spark_session(config, java_options=archive_option)
 
 
 class SilverBehind(AssertionError):

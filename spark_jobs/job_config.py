@@ -4,7 +4,7 @@ A JSON file (`--config`) holds:
   kafka_bootstrap, registry_url            where the change events and their schemas are
   lake                                     base URI of the lake (s3a://bucket or any Hadoop path)
   s3_endpoint, s3_access_key, s3_secret_key, s3_path_style   optional S3A settings (LocalStack, MinIO)
-  jars                                     optional list of local jars for spark.jars (none under spark-submit)
+  jars                                     optional list of local jars for the driver's classpath (local mode)
   catalog_database                         where silver tables are registered (tickit_cdc_hudi; "" for nowhere)
   table_type                               COPY_ON_WRITE (default) or MERGE_ON_READ
   compaction_delta_commits                 MERGE_ON_READ: compact inline after this many delta commits

@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from sandbox import job
+from sandbox import class_archive, job
 from sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -35,7 +35,9 @@ def test_job_killed_mid_batch_resumes_to_the_uninterrupted_result(sandbox, pipel
     lake = pipeline.config.lake + "-killed"
     tables = ["category", "date", "sale"]  # both engines, and a backlog long enough to be killed in the middle
     config = job.job_config(sandbox, lake=lake, only=tables)
-    command = job.spark_submit_command(config, job.write_config(sandbox, config, tmp_path / "job.json"), once=True)
+    archive_option, _ = class_archive.java_options(sandbox, config, record=False)
+    command = job.spark_submit_command(config, job.write_config(sandbox, config, tmp_path / "job.json"), once=True,
+                                       java_options=archive_option)
     env = job.submit_environment(sandbox)
     bucket, prefix = urlparse(lake).netloc, urlparse(lake).path.lstrip("/")
 
