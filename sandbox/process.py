@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -114,12 +115,33 @@ def stop_process(pid_file: Path, timeout: float = 60) -> bool:
     family = [proc, *proc.children(recursive=True)]
     for member in family:
         quietly(member.terminate)
-    _, alive = psutil.wait_procs(family, timeout=timeout)
+    alive = wait_gone(family, timeout)
     for member in alive:
         quietly(member.kill)
-    psutil.wait_procs(alive, timeout=10)
+    wait_gone(alive, 10)
     pid_file.unlink(missing_ok=True)
     return True
+
+
+def wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait until every process has exited; those still alive after `timeout`. A server started by an earlier
+    command is no child of ours: once it exits it stays a zombie until init reaps it, which some inits (containers,
+    CI runners) do only every few seconds, so a zombie counts as gone (psutil.wait_procs waits for the reaping)."""
+    deadline = time.monotonic() + timeout
+    alive = list(procs)
+    while alive:
+        alive = [proc for proc in alive if not exited(proc)]
+        if not alive or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    return alive
+
+
+def exited(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def process_on_port(port: int) -> str | None:

@@ -20,6 +20,8 @@ from sandbox.services.postgres import Postgres
 # Started together; Kafka Connect comes after them (it needs Kafka, and its connectors need everything else).
 INDEPENDENT = (Postgres, MariaDB, Kafka, Apicurio, LocalStack)
 DEPENDENT = (KafkaConnect,)
+# Only the job needs S3, and LocalStack's restore of a saved lake takes a while: Connect does not wait for it.
+LAKE = (LocalStack,)
 
 
 def all_services(settings: Settings) -> list[NativeService]:
@@ -81,22 +83,27 @@ def up(settings: Settings, report, skip_install: bool = False) -> None:
     if not skip_install:
         install_all(settings, report)
     settings.record_ports()
-    _start_together([s for s in services if isinstance(s, INDEPENDENT)], report)
-    tickit.create_tables(settings)
-    _start_together([s for s in services if isinstance(s, DEPENDENT)], report)
+    with ThreadPoolExecutor(max_workers=len(services)) as pool:
+        def start(group: tuple, but: tuple = ()) -> dict:
+            return {s.name: pool.submit(s.start) for s in services if isinstance(s, group) and not isinstance(s, but)}
+
+        lake = start(LAKE)
+        _started(start(INDEPENDENT, but=LAKE), report)
+        tickit.create_tables(settings)
+        _started(start(DEPENDENT), report)
+        _started(lake, report)
     for name in register_all(settings):
         report(f"connector {name}", "RUNNING")
 
 
-def _start_together(services: list[NativeService], report) -> None:
-    with ThreadPoolExecutor(max_workers=len(services)) as pool:
-        futures = {svc.name: pool.submit(svc.start) for svc in services}
-        errors = []
-        for name, future in futures.items():
-            try:
-                report(name, future.result())
-            except SandboxError as exc:
-                errors.append(exc)
+def _started(futures: dict, report) -> None:
+    """Report each service's start as it completes, in order; every failure at once."""
+    errors = []
+    for name, future in futures.items():
+        try:
+            report(name, future.result())
+        except SandboxError as exc:
+            errors.append(exc)
     if errors:
         if len(errors) == 1:
             raise errors[0]
@@ -104,11 +111,19 @@ def _start_together(services: list[NativeService], report) -> None:
 
 
 def down(settings: Settings, report) -> None:
-    for svc in reversed(all_services(settings)):
-        if svc.external:
-            report(svc.name, "external, left alone")
-        else:
-            report(svc.name, svc.shut_down())
+    """Connect first (it commits its offsets to Kafka as it stops), then the others side by side."""
+    services = all_services(settings)
+    for group in (DEPENDENT, INDEPENDENT):
+        _stop_together([s for s in services if isinstance(s, group)], report)
+
+
+def _stop_together(services: list[NativeService], report) -> None:
+    def shut_down(svc: NativeService) -> str:
+        return "external, left alone" if svc.external else svc.shut_down()
+
+    with ThreadPoolExecutor(max_workers=len(services)) as pool:
+        for svc, outcome in zip(services, pool.map(shut_down, services)):
+            report(svc.name, outcome)
 
 
 def status(settings: Settings) -> tuple[list[ServiceStatus], list[tuple[str, str]]]:
