@@ -24,6 +24,8 @@ class KafkaConnect(NativeService):
             "rest.advertised.host.name": self.endpoint.host,
             "rest.advertised.port": self.endpoint.port,
             "plugin.path": str(self.settings.jvm_dir / "connect-plugins"),
+            # The plugins carry ServiceLoader manifests (`jvm.sync_plugin_manifests`): no scan of every class.
+            "plugin.discovery": "service_load",
             "key.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "config.storage.topic": "_connect-configs",

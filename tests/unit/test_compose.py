@@ -189,8 +189,11 @@ def test_the_worker_is_configured_as_natively(compose_binary, compose_settings):
     on_compose = compose.connect_worker_properties(environment)
     natively = {k: str(v) for k, v in KafkaConnect(compose_settings).worker_properties().items()}
     addresses = {"bootstrap.servers", "listeners", "rest.advertised.host.name", "rest.advertised.port", "plugin.path"}
+    # Natively the plugins get ServiceLoader manifests when they are installed; the image's entrypoint puts an
+    # Apicurio converter without them on the plugin path, so there the worker keeps scanning for plugins.
+    native_only = {"plugin.discovery"}
     assert {k: v for k, v in on_compose.items() if k not in addresses} == \
-        {k: v for k, v in natively.items() if k not in addresses}
+        {k: v for k, v in natively.items() if k not in addresses | native_only}
     assert environment["ENABLE_APICURIO_CONVERTERS"] == "true"
 
 
