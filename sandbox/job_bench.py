@@ -20,8 +20,10 @@ import time
 from pathlib import Path
 
 from sandbox.config import PROJECT_ROOT, Settings
+from sandbox.lake_branch import delete_prefix
 from sandbox.mutations import Change, Mutator
 from sandbox.pipeline import Pipeline
+from sandbox.services.localstack import s3_client
 from sandbox.wait import wait_until
 from spark_jobs.queries import Commit
 
@@ -169,6 +171,7 @@ def report(settings: Settings, print_line, trigger_seconds: float = 1.0) -> None
         print_line(f"job peak resident memory (driver JVM): {peak_memory_mb(pipe):.0f} MiB")
     finally:
         pipe.stop()
+        delete_prefix(s3_client(settings.url("localstack")), pipe.config.lake)  # every restart would restore it
 
 
 def print_phases(breakdowns: list[dict[str, float]], print_line) -> None:
