@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a plain file by spark-submit
 
 from pyspark.sql import DataFrame, SparkSession, Window, functions as F  # noqa: E402
 
-from spark_jobs.decode import SchemaCache, decode, source_position  # noqa: E402
+from spark_jobs.decode import SchemaCache, decode, schema_pairs, source_position  # noqa: E402
 from spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
 from spark_jobs.session import spark_session  # noqa: E402
 
@@ -177,32 +177,38 @@ def write_bronze(batch: DataFrame, config: JobConfig, batch_id: int) -> None:
     raw.write.mode("overwrite").partitionBy("table", "batch_id").parquet(config.bronze_path)
 
 
+def write_quarantine(quarantine: DataFrame, config: JobConfig, batch_id: int) -> int:
+    """Write the messages that did not decode, if any; how many there were."""
+    count = quarantine.count()
+    if count:
+        quarantine.withColumn("batch_id", F.lit(batch_id)).write.mode("overwrite") \
+            .partitionBy("batch_id").parquet(config.quarantine_path)
+    return count
+
+
 def process_batch(spark: SparkSession, config: JobConfig, schemas: SchemaCache, batch: DataFrame,
                   batch_id: int) -> dict:
     started_at, started = time.time(), time.monotonic()
     watch = Stopwatch()
     with watch.phase("read"):
         cached = batch.cache()
-        events = cached.count()
+        events, pairs = schema_pairs(cached)
     if not events:
         return {"batch_id": batch_id, "empty": True}
     # Kafka gives a partition per topic: a few changes spread over seven partitions cost seven tasks in every stage
     # of every table's plan. One partition does it in one task each; a backlog keeps them, to use every core.
     batch = cached.coalesce(1) if events <= SMALL_BATCH_EVENTS else cached
-    # Bronze and each table's upsert wait mostly on S3 and the driver, so they run side by side.
+    # Bronze, the quarantine and each table's upsert wait mostly on S3 and the driver, so they run side by side.
     with ThreadPoolExecutor(max_workers=UPSERT_THREADS) as pool:
         bronze = pool.submit(timed, watch, "bronze", write_bronze, batch, config, batch_id)
         with watch.phase("decode"):
-            decoded = decode(batch, list(config.tables), schemas)
-            quarantined = decoded.quarantine.count()
-        if quarantined:
-            with watch.phase("quarantine"):
-                decoded.quarantine.withColumn("batch_id", F.lit(batch_id)).write.mode("overwrite") \
-                    .partitionBy("batch_id").parquet(config.quarantine_path)
+            decoded = decode(batch, list(config.tables), schemas, pairs)
+        quarantine = pool.submit(timed, watch, "quarantine", write_quarantine, decoded.quarantine, config, batch_id)
         changed = [spec for spec in config.tables if spec.table in decoded.tables]
         written = pool.map(lambda spec: write_silver(spark, config, spec, decoded.tables[spec.table], batch_id),
                            changed)
         tables = dict(zip((spec.table for spec in changed), written))
+        quarantined = quarantine.result()
         bronze.result()
     cached.unpersist()
     return {"batch_id": batch_id, "events": events, "tables": tables, "quarantined": quarantined,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import reduce
 
 import requests
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import Column, DataFrame, functions as F
 from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.avro_schema import semantic_types
@@ -60,13 +60,27 @@ def framed(batch: DataFrame) -> DataFrame:
     )
 
 
-def decode(batch: DataFrame, specs: list[TableSpec], schemas: SchemaCache) -> DecodedBatch:
+def framed_ok() -> Column:
+    return F.col("_framed") & (F.length("value") >= 9)
+
+
+def schema_pairs(batch: DataFrame) -> tuple[int, list[tuple[str, int]]]:
+    """The batch's number of messages and its (topic, schema id) pairs, in one Spark job."""
+    counts = framed(batch).groupBy("topic", "_schema_id", (F.col("value").isNotNull() & framed_ok()).alias("ok")) \
+        .count().collect()
+    return sum(row["count"] for row in counts), sorted({(row["topic"], row["_schema_id"]) for row in counts if row["ok"]})
+
+
+def decode(batch: DataFrame, specs: list[TableSpec], schemas: SchemaCache,
+           pairs: list[tuple[str, int]] | None = None) -> DecodedBatch:
+    """The batch's change rows per table, and what cannot be decoded. `pairs` (from `schema_pairs`) saves a job."""
     rows = framed(batch.filter(F.col("value").isNotNull())).cache()
     by_topic = {spec.topic: spec for spec in specs}
     bad = [_quarantined(rows.filter(~F.col("_framed") | (F.length("value") < 9)), "not Apicurio-framed Avro "
                         "(magic byte is not 0 or the message is shorter than its header)")]
     decoded: dict[str, list[DataFrame]] = {}
-    pairs = rows.filter(F.col("_framed") & (F.length("value") >= 9)).select("topic", "_schema_id").distinct().collect()
+    if pairs is None:
+        pairs = rows.filter(framed_ok()).select("topic", "_schema_id").distinct().collect()
     for topic, schema_id in pairs:
         part = rows.filter((F.col("topic") == topic) & (F.col("_schema_id") == schema_id) & F.col("_framed"))
         schema = schemas.get(schema_id)
