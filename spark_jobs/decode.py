@@ -8,6 +8,7 @@ registry does not know, a body the schema cannot read — are returned apart wit
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import reduce
 
@@ -27,22 +28,51 @@ WITHIN_COMMIT_BITS, SERIAL_BITS = 44, 4
 SQLSERVER_POSITION = "decimal(38,0)"
 
 
-class SchemaCache:
-    """Schemas by global id from the Apicurio v2 API; a schema never changes once registered."""
+class RegistryUnavailable(RuntimeError):
+    """The registry did not answer: the batch stops rather than set valid changes aside."""
 
-    def __init__(self, registry_url: str):
+
+class SchemaCache:
+    """Schemas by global id from the Apicurio v2 API; a schema never changes once registered, so each is fetched
+    once. An id the registry does not know (yet: a connector may register it a moment later) is asked again with
+    backoff and never remembered as missing; an unreachable registry stops the batch."""
+
+    PAUSES = (0.25, 0.5, 1.0, 2.0, 4.0)  # seconds between tries, about 8 s in all
+
+    def __init__(self, registry_url: str, pauses: tuple[float, ...] = PAUSES):
         self.registry_url = registry_url.rstrip("/")
-        self._schemas: dict[int, str | None] = {}
+        self.pauses = pauses
+        self._schemas: dict[int, str] = {}
 
     def get(self, global_id: int) -> str | None:
-        if global_id not in self._schemas:
-            response = requests.get(f"{self.registry_url}/ids/globalIds/{global_id}", timeout=30)
-            if response.status_code == 404:
-                self._schemas[global_id] = None
-            else:
-                response.raise_for_status()
-                self._schemas[global_id] = response.text
-        return self._schemas[global_id]
+        """The schema's text; None if the registry still does not know the id after every try."""
+        if global_id in self._schemas:
+            return self._schemas[global_id]
+        url = f"{self.registry_url}/ids/globalIds/{global_id}"
+        for pause in (*self.pauses, None):
+            problem = self._ask(url, global_id)
+            if problem is None:
+                return self._schemas[global_id]
+            if pause is None:
+                break
+            time.sleep(pause)
+        if problem == "HTTP 404":
+            return None
+        raise RegistryUnavailable(
+            f"the schema registry did not answer for schema id {global_id} after {len(self.pauses) + 1} tries "
+            f"({url}: {problem}). The batch stops so that no valid change is set aside: start the registry, then "
+            f"the job again (it resumes from its checkpoint).")
+
+    def _ask(self, url: str, global_id: int) -> str | None:
+        """Fetch and keep the schema; what went wrong, or None."""
+        try:
+            response = requests.get(url, timeout=10)
+        except requests.RequestException as exc:
+            return f"{type(exc).__name__}: {exc}"
+        if response.status_code != 200:
+            return f"HTTP {response.status_code}"
+        self._schemas[global_id] = response.text
+        return None
 
 
 @dataclass
