@@ -47,6 +47,11 @@ class WrongTypes(OracleMismatch):
     """A silver column's type is not the one its source column maps to."""
 
 
+class NotOneBatch(AssertionError):
+    """Changes made while the job was paused did not reach silver in one micro-batch: the in-batch reduction the
+    test meant to exercise was not."""
+
+
 @dataclass
 class RunStats:
     """What the oracles of one test run checked (printed in the run's summary)."""
@@ -104,6 +109,9 @@ class Oracle:
                                        [spec.topic for spec in pipeline.config.tables])
         self.rounds = 0
         self._verified_after = -1  # rounds done when the history was last verified
+        self._located: dict[int, tuple[int, int]] = {}  # journal seq -> Kafka (partition, offset) of its last event
+        self._paused_after: dict[str, str | None] = {}  # table -> its last commit instant when the job was paused
+        self._resumed: dict[str, tuple[str | None, int]] = {}  # table -> (that instant, the paused changes' target)
 
     # --- rounds --------------------------------------------------------------------------------------------
     def track(self, tables: list[str], label: str = "baseline") -> dict[str, Recorded]:
@@ -132,12 +140,46 @@ class Oracle:
         commits = self.pipeline.wait_for_positions(targets, max(1.0, started + self.timeout - time.monotonic()),
                                                    landmarks)
         self.stats.seconds_waiting += time.monotonic() - started
+        self._check_one_batch(commits)
         recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
         for entry in recorded.values():
             self._check_round(entry)
         self.stats.rounds += 1
         self.rounds += 1
         return recorded
+
+    # --- changes that reach the job together ---------------------------------------------------------------
+    def pause(self) -> None:
+        """Hold the job: the changes made until `resume` reach it in one micro-batch."""
+        self.pipeline.pause()
+        self._paused_after = {table: self._last_instant(table) for table in self.shapes}
+
+    def resume(self) -> None:
+        """Wait until Debezium has delivered every change made while paused, then let the job go on (a job run a
+        batch at a time runs once now). The next round asserts that each table's first new commit holds all of
+        its paused changes (`NotOneBatch` otherwise)."""
+        changes = [c for c in self.mutator.journal.entries() if c.seq >= self.next_seq]
+        targets = {c.table: position_floor(c) for c in changes if c.table in self.shapes and c.debezium_ops}
+        self._locate(changes, targets, time.monotonic() + self.timeout)
+        self.pipeline.resume()
+        if self.pipeline.query is None and self.pipeline.drives_job:
+            self.pipeline.run_once()
+        self._resumed |= {table: (self._paused_after.get(table), target) for table, target in targets.items()}
+
+    def _last_instant(self, table: str) -> str | None:
+        commits = self.pipeline.timeline(table)
+        return commits[-1].instant if commits else None
+
+    def _check_one_batch(self, tables) -> None:
+        for table in [t for t in tables if t in self._resumed]:
+            before, target = self._resumed.pop(table)
+            first = next((c for c in self.pipeline.timeline(table)
+                          if (before is None or c.instant > before) and c.max_source_position is not None), None)
+            if first is None or first.max_source_position < target:
+                raise NotOneBatch(f"{table}: the changes made while the job was paused (up to source position "
+                                  f"{target}) did not land in one commit; the first commit after the pause "
+                                  f"{first.instant if first else '(none)'} reached "
+                                  f"{first.max_source_position if first else '-'}")
 
     def verify_history(self) -> None:
         """Time travel to every recorded commit and the incremental reads between them; the latest snapshot
@@ -187,6 +229,9 @@ class Oracle:
         last = {c.table: c for c in changes if c.table in targets and c.debezium_ops}
         landmarks = {}
         for table, change in last.items():
+            if change.seq in self._located:  # found when the job resumed
+                landmarks[table] = self._located[change.seq]
+                continue
             topic = self.pipeline.config.spec(table).topic
             op = change.debezium_ops[-1]
             with ChangeReader(self.settings.endpoint("kafka").address, topic, self.registry,
@@ -194,7 +239,7 @@ class Oracle:
                 event = reader.wait_for(lambda e: e.value is not None and change.produced_by(e.value, e.key, op),
                                         max(1.0, deadline - time.monotonic()),
                                         f"{op!r} of journal entry {change.seq} ({change.kind} {change.key})")
-            landmarks[table] = (event.partition, event.offset)
+            landmarks[table] = self._located[change.seq] = (event.partition, event.offset)
             self.kafka_floor.setdefault(topic, {})[event.partition] = event.offset + 1
         return landmarks
 

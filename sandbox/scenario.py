@@ -305,9 +305,9 @@ def _play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
     elif step.kind == "source_clock":
         mutator.source_clock = step.args["at"]
     elif step.kind == "pause":
-        pipeline.pause()
+        oracle.pause()
     elif step.kind == "resume":
-        pipeline.resume()
+        oracle.resume()
     elif step.kind == "run":
         pipeline.run_once()
     elif step.kind == "restart":

@@ -12,6 +12,7 @@ from decimal import Decimal
 import pytest
 
 from sandbox import tickit
+from sandbox.oracle import NotOneBatch, position_floor
 from tickit_data.generator import table_checksum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -44,7 +45,6 @@ def test_rounds_of_inserts_updates_and_deletes_across_all_tables(oracle, mutator
 
 @pytest.mark.parametrize("table", ["venue", "date"])  # Postgres and MariaDB
 def test_delete_then_reinsert_of_the_same_key(oracle, mutator, table):
-    pipeline = oracle.pipeline
     oracle.track([table])
     (pk,) = mutator.placement(table).table.primary_key
     template = mutator.sample_row(table, random.Random(41))
@@ -53,12 +53,28 @@ def test_delete_then_reinsert_of_the_same_key(oracle, mutator, table):
     oracle.round("deleted")
     mutator.insert(table, template)
     oracle.round("re-inserted")
-    pipeline.pause()  # delete and re-insert inside one micro-batch
+    oracle.pause()  # delete and re-insert inside one micro-batch
     mutator.delete(table, key)
     mutator.insert(table, template)
-    pipeline.resume()
+    oracle.resume()
     oracle.round("both in one micro-batch")
     oracle.verify_history()
+
+
+def test_paused_changes_split_by_a_batch_are_not_taken_for_one(oracle, mutator):
+    """The one-micro-batch proof can fail: here the job runs between two changes that were to reach it together."""
+    pipeline = oracle.pipeline
+    oracle.track(["category"])
+    row = mutator.sample_row("category", random.Random(53))
+    oracle.pause()
+    first = mutator.update("category", {"catid": row["catid"]}, {"catdesc": "first half"})
+    pipeline.paused = False  # a job that does not hold still while paused
+    pipeline.wait_for_positions({"category": position_floor(first)}, 120)
+    pipeline.paused = True
+    mutator.update("category", {"catid": row["catid"]}, {"catdesc": "second half"})
+    oracle.resume()
+    with pytest.raises(NotOneBatch, match="category"):
+        oracle.round("split in two")
 
 
 @pytest.mark.parametrize("table", ["event", "date"])
@@ -76,19 +92,18 @@ def test_update_of_a_primary_key(oracle, mutator, table):
 
 @pytest.mark.parametrize("table", ["category", "date"])
 def test_many_updates_to_one_key_in_one_micro_batch(oracle, mutator, table):
-    pipeline = oracle.pipeline
     oracle.track([table])
     (pk,) = mutator.placement(table).table.primary_key
     row = mutator.sample_row(table, random.Random(47))
     column = next(c for c in mutator.changeable_columns(table) if c.type in ("str", "smallint", "decimal"))
     rng = random.Random(48)
-    pipeline.pause()
+    oracle.pause()
     for _ in range(5):  # separate transactions
         mutator.update(table, {pk: row[pk]}, {column.name: _value(column, rng)})
     with mutator.transaction(table):  # and several in one transaction (one commit timestamp)
         for _ in range(5):
             mutator.update(table, {pk: row[pk]}, {column.name: _value(column, rng)})
-    pipeline.resume()
+    oracle.resume()
     oracle.round("ten updates, one micro-batch")
     oracle.verify_history()
 

@@ -44,11 +44,11 @@ def test_any_sequence_of_changes_keeps_silver_and_time_travel_equal_to_the_sourc
                                                                                  tracking_oracle, mutator):
     for changes, one_micro_batch in sequence:
         if one_micro_batch:
-            small_pipeline.pause()
+            tracking_oracle.pause()
         for kind, table, value in changes:
             apply_change(mutator, kind, table, random.Random(value))
         if one_micro_batch:
-            small_pipeline.resume()
+            tracking_oracle.resume()
         else:
             small_pipeline.run_once()
     tracking_oracle.round()
