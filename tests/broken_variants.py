@@ -101,9 +101,37 @@ def widened_integers(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(cdc_hudi_job, "write_silver", write_silver)
 
 
+def insert_not_upsert(patch: pytest.MonkeyPatch) -> None:
+    """Writes silver with Hudi's `insert` instead of `upsert` (no index lookup, no merge): a key changed again lands
+    a second time."""
+    original = cdc_hudi_job.hudi_options
+
+    def options(config, spec, max_position, batch_id):
+        return original(config, spec, max_position, batch_id) | {"hoodie.datasource.write.operation": "insert"}
+
+    patch.setattr(cdc_hudi_job, "hudi_options", options)
+
+
+def zone_shifted_times(patch: pytest.MonkeyPatch, zone: str = "America/New_York") -> None:
+    """Reads the source's UTC timestamps and dates as if they were in a local zone (a session time zone left at
+    the machine's): every timestamp moves by hours, and a date to the day before."""
+    original = cdc_hudi_job.write_silver
+
+    def write_silver(spark, config, spec, changes, batch_id):
+        kinds = {f.name: f.dataType.typeName() for f in changes.schema.fields if not f.name.startswith("_")}
+        shifted = changes.select(*[
+            F.from_utc_timestamp(c, zone).alias(c) if kinds.get(c) == "timestamp"
+            else F.to_date(F.from_utc_timestamp(F.col(c).cast("timestamp"), zone)).alias(c) if kinds.get(c) == "date"
+            else F.col(c) for c in changes.columns])
+        return original(spark, config, spec, shifted, batch_id)
+
+    patch.setattr(cdc_hudi_job, "write_silver", write_silver)
+
+
 VARIANTS = {"order-by-timestamp": order_by_timestamp, "drop-deletes": drop_deletes, "skip-table": skip_table,
             "off-by-one-commit": off_by_one_commit, "offset-in-key": offset_in_key,
-            "widened-integers": widened_integers}
+            "widened-integers": widened_integers, "insert-not-upsert": insert_not_upsert,
+            "zone-shifted-times": zone_shifted_times}
 
 
 def break_job(name: str) -> pytest.MonkeyPatch:

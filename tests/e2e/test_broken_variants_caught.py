@@ -23,6 +23,8 @@ CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the kinds of fail
     "off-by-one-commit": ("primary-key-update.yaml", {OracleMismatch}),
     "offset-in-key": ("same-transaction-updates.yaml", {DuplicateKeys}),
     "widened-integers": ("same-transaction-updates.yaml", {WrongTypes}),
+    "insert-not-upsert": ("same-transaction-updates.yaml", {DuplicateKeys}),
+    "zone-shifted-times": ("source-clock-skew.yaml", {OracleMismatch}),  # `date` holds a date column
 }
 
 
