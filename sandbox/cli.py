@@ -226,6 +226,10 @@ def job_run(
         _fail(SandboxError(f"unknown table {', '.join(unknown)}", "choose from: " + ", ".join(captured)))
     config = job.job_config(settings, lake=lake, only=table or None, hard_deletes=hard_deletes,
                             table_type="MERGE_ON_READ" if merge_on_read else "COPY_ON_WRITE")
+    try:
+        job.check_lake_bucket(settings, config)
+    except SandboxError as exc:
+        _fail(exc)
     raise typer.Exit(job.run(settings, config, once=not continuous))
 
 

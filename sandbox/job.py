@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from sandbox import class_archive
 from sandbox.config import PROJECT_ROOT, Settings
-from sandbox.services.localstack import ACCESS_KEY, SECRET_KEY
+from sandbox.checkpoint import split_uri
+from sandbox.errors import SandboxError
+from sandbox.services.localstack import ACCESS_KEY, SECRET_KEY, s3_client
 from spark_jobs.job_config import JobConfig, TableSpec
 from spark_jobs.session import driver_conf
 from tickit_data import get_table
@@ -40,6 +44,20 @@ def job_config(settings: Settings, lake: str | None = None, only: list[str] | No
         extra_spark_conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
         **options,
     )
+
+
+def check_lake_bucket(settings: Settings, config: JobConfig) -> None:
+    """A lake in a bucket the sandbox's S3 does not have fails here, not as a stack trace from inside Spark."""
+    if not config.lake.startswith(("s3a://", "s3://", "s3n://")) or not config.s3_endpoint:
+        return
+    bucket, _ = split_uri(config.lake)
+    try:
+        s3_client(settings.url("localstack")).head_bucket(Bucket=bucket)
+    except BotoCoreError as exc:
+        raise SandboxError(f"the sandbox's S3 does not answer ({exc})", "start the sandbox: `make up`") from None
+    except ClientError:
+        raise SandboxError(f"the lake {config.lake} is in bucket {bucket!r}, which the sandbox's S3 does not have",
+                           f"use s3a://{settings.topology.lake_bucket}/<prefix>, or create the bucket first") from None
 
 
 def write_config(settings: Settings, config: JobConfig, path: Path | None = None) -> Path:

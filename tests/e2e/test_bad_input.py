@@ -75,3 +75,12 @@ def test_unresolvable_maven_artifact_is_named(tmp_path):
     message = str(failure.value)
     assert "io.debezium:debezium-connector-postgres:tar.gz:plugin:0.0.0.NoSuchRelease" in message
     assert not (tmp_path / "jvm").exists(), "a failed resolution leaves no half-filled layout"
+
+
+def test_job_run_on_a_bucket_that_does_not_exist_says_so(sandbox):
+    result = subprocess.run([sys.executable, "-m", "sandbox", "job", "run", "--lake", "s3a://no-such-bucket/x",
+                             "--table", "category"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "no-such-bucket" in result.stdout and "does not have" in result.stdout, result.stdout
+    assert f"s3a://{sandbox.topology.lake_bucket}/<prefix>" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
