@@ -123,6 +123,7 @@ class Oracle:
         self._verified_after = -1  # rounds done when the history was last verified
         self._located: dict[int, tuple[int, int]] = {}  # journal seq -> Kafka (partition, offset) of its last event
         self._paused_after: dict[str, str | None] = {}  # table -> its last commit instant when the job was paused
+        self._paused_from = 0  # the journal's first entry made while paused
         self._resumed: dict[str, tuple[str | None, int]] = {}  # table -> (that instant, the paused changes' target)
 
     # --- rounds --------------------------------------------------------------------------------------------
@@ -165,12 +166,13 @@ class Oracle:
         """Hold the job: the changes made until `resume` reach it in one micro-batch."""
         self.pipeline.pause()
         self._paused_after = {table: self._last_instant(table) for table in self.shapes}
+        self._paused_from = self.mutator.journal.next_seq()
 
     def resume(self) -> None:
         """Wait until Debezium has delivered every change made while paused, then let the job go on (a job run a
         batch at a time runs once now). The next round asserts that each table's first new commit holds all of
         its paused changes (`NotOneBatch` otherwise)."""
-        changes = [c for c in self.mutator.journal.entries() if c.seq >= self.next_seq]
+        changes = [c for c in self.mutator.journal.entries() if c.seq >= self._paused_from]
         targets = {c.table: position_floor(c) for c in changes if c.table in self.shapes and c.debezium_ops}
         self._locate(changes, targets, time.monotonic() + self.timeout)
         self.pipeline.resume()
