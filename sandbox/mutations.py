@@ -39,6 +39,7 @@ class Change:
     key: dict
     new_key: dict | None = None
     values: dict | None = None  # the row after the change (insert, update, update_key), JSON-safe; add_column: column, type
+    before: dict | None = None  # the row a delete or key update removed: what Debezium's delete event carries
     position: dict = field(default_factory=dict)
     debezium_ops: list[str] = field(default_factory=list)
     at: str = ""
@@ -234,6 +235,7 @@ class Mutator:
         conn = connect(self.settings, p)
         try:
             before = source_position(conn, p.dialect)
+            removed = self._removed_row(conn, p, kind, key)
             ops = self._execute(conn, p, kind, key, sql, params)
             conn.commit()
             after = source_position(conn, p.dialect)
@@ -241,7 +243,7 @@ class Mutator:
         finally:
             conn.close()
         change = self._change(p, kind, key, new_key, ops)
-        change.values, change.position = added or values, _range(before, after)
+        change.values, change.position, change.before = added or values, _range(before, after), removed
         self.journal.append(change)
         return change
 
@@ -249,8 +251,10 @@ class Mutator:
         if p.dialect != self._open.placement.dialect:
             raise SandboxError(f"{p.table.name} is not in the database of the open transaction "
                                f"({self._open.placement.table.name})", "a transaction spans one source database")
+        removed = self._removed_row(self._open.conn, p, kind, key)
         ops = self._execute(self._open.conn, p, kind, key, sql, params)
         change = self._change(p, kind, key, new_key, ops)
+        change.before = removed
         if kind not in ("delete", "add_column"):
             change.values = self._read_row(self._open.conn, p, new_key or key)  # the transaction sees its own writes
         self._open.changes.append(change)
@@ -283,6 +287,10 @@ class Mutator:
 
     def _key_of(self, p: Placement, row: dict) -> dict:
         return {c: row[c] for c in p.table.primary_key}
+
+    def _removed_row(self, conn, p: Placement, kind: str, key: dict) -> dict | None:
+        """The row a delete or key update is about to remove, read in its transaction."""
+        return self._read_row(conn, p, key) if kind in ("delete", "update_key") else None
 
     def _read_row(self, conn, p: Placement, key: dict) -> dict | None:
         where, params = self._where(p, key)

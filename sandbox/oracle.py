@@ -24,8 +24,8 @@ from sandbox.config import Settings
 from sandbox.mssql import SERIAL_BITS, WITHIN_COMMIT_BITS
 from sandbox.mutations import Change, Mutator, added_column
 from sandbox.registry import RegistryClient
-from sandbox.silver import (NotComparableAsArrow, Rows, RustSilver, Shape, SparkSilver, arrow_rows, duplicate_keys,
-                            expected_table, live_table, wrong_types)
+from sandbox.silver import (NotComparableAsArrow, Rows, RustSilver, Shape, SparkSilver, arrow_rows, deleted_rows,
+                            duplicate_keys, expected_table, live_table, wrong_types)
 from sandbox.tickit import Placement, connect
 from spark_jobs.decode import BINLOG_FILE_FACTOR, BINLOG_POS_FACTOR
 from spark_jobs.queries import Commit
@@ -79,6 +79,7 @@ class Recorded:
     shape: Shape  # the table's columns at this commit
     state: dict[tuple, tuple]
     changed: set[tuple]  # keys with a change event since the table's previous recorded commit
+    deleted: dict[tuple, tuple] = field(default_factory=dict)  # soft-deleted keys seen deleted: their last values
 
 
 class _ReadOnce:
@@ -112,6 +113,7 @@ class Oracle:
         self.stats = stats
         self.shapes: dict[str, Shape] = {}
         self.states: dict[str, dict[tuple, tuple]] = {}
+        self.deleted: dict[str, dict[tuple, tuple]] = {}  # table -> key -> the values its delete carried
         self.pending: dict[str, set[tuple]] = {}
         self.recorded: dict[str, list[Recorded]] = {}
         self.next_seq = mutator.journal.next_seq()
@@ -139,6 +141,7 @@ class Oracle:
             self.shapes[table] = Shape(get_table(table))
             self.pending[table] = set()
             self.recorded[table] = []
+            self.deleted[table] = {}
         for table in new:
             self.states[table] = self._source_rows(table)
         return self.round(label)
@@ -226,6 +229,7 @@ class Oracle:
     def _apply(self, changes: list[Change]) -> dict[str, int]:
         """Fold the changes into the expected state; returns the source position to wait for per table."""
         targets: dict[str, int] = {}
+        removed: dict[str, dict[tuple, dict | None]] = {}  # the last values each key removed in this round had
         for change in changes:
             if change.table not in self.shapes:
                 continue
@@ -234,13 +238,18 @@ class Oracle:
                 continue
             if change.debezium_ops:
                 targets[change.table] = position_floor(change)
+                if change.kind in ("delete", "update_key"):
+                    removed.setdefault(change.table, {})[self._key(change.table, change.key)] = change.before
                 for key in (change.key, change.new_key):
                     if key:
-                        self.pending[change.table].add(tuple(key[k] for k in self.shapes[change.table].table.primary_key))
+                        self.pending[change.table].add(self._key(change.table, key))
         for table, keys in self.pending.items():
             if keys and table in targets:
-                self._refresh(table, keys)
+                self._refresh(table, keys, removed.get(table, {}))
         return targets
+
+    def _key(self, table: str, key: dict) -> tuple:
+        return tuple(key[k] for k in self.shapes[table].table.primary_key)
 
     def _locate(self, changes: list[Change], targets: dict[str, int], deadline: float) -> dict[str, tuple[int, int]]:
         """The Kafka (partition, offset) of each target table's last event of the round, read from its topic; the
@@ -270,15 +279,21 @@ class Oracle:
         column = added_column(name, logical)
         self.shapes[change.table] = Shape(replace(shape.table, columns=(*shape.table.columns, column)))
         self.states[change.table] = {k: (*row, None) for k, row in self.states[change.table].items()}
+        self.deleted[change.table] = {k: (*row, None) for k, row in self.deleted[change.table].items()}
 
-    def _refresh(self, table: str, keys: set[tuple]) -> None:
-        state = self.states[table]
+    def _refresh(self, table: str, keys: set[tuple], removed: dict[tuple, dict | None]) -> None:
+        """The changed keys' rows from the source; a key gone from it keeps the values its delete carried (a
+        delete journaled without them, by an older version of the harness, leaves the deleted row unchecked)."""
+        state, deleted, shape = self.states[table], self.deleted[table], self.shapes[table]
         fresh = self._source_rows(table, keys)
         for key in keys:
             if key in fresh:
                 state[key] = fresh[key]
-            else:
-                state.pop(key, None)
+                deleted.pop(key, None)
+                continue
+            state.pop(key, None)
+            if removed.get(key) is not None:
+                deleted[key] = shape.from_journal(removed[key])
 
     def _source_rows(self, table: str, keys: set[tuple] | None = None) -> dict[tuple, tuple]:
         shape = self.shapes[table]
@@ -287,7 +302,8 @@ class Oracle:
         return {shape.key_of(row): row for row in rows}
 
     def _record(self, table: str, label: str, commit: Commit) -> Recorded:
-        entry = Recorded(table, label, commit, self.shapes[table], dict(self.states[table]), set(self.pending[table]))
+        entry = Recorded(table, label, commit, self.shapes[table], dict(self.states[table]), set(self.pending[table]),
+                         dict(self.deleted[table]))
         self.pending[table] = set()
         self.recorded[table].append(entry)
         self.stats.tables.add(table)
@@ -320,6 +336,7 @@ class Oracle:
                 batches_by_reader[name], seconds = future.result()
                 self._count_read(name, seconds, len(expected))
         self._check_keys_and_types(what, entry, batches_by_reader)
+        self._check_deleted_rows(what, entry, batches_by_reader, None if live_only else set(expected))
         if what.startswith("time travel"):
             self.stats.time_travel_instants.add((entry.table, entry.commit.instant))
         elif what.startswith("snapshot"):
@@ -360,6 +377,22 @@ class Oracle:
             raise DuplicateKeys(self._where(what, entry) + "a key held more than once:\n" + "\n".join(duplicates))
         if types:
             raise WrongTypes(self._where(what, entry) + "columns of the wrong type:\n" + "\n".join(types))
+
+    def _check_deleted_rows(self, what: str, entry: Recorded, batches_by_reader: dict, keys: set | None) -> None:
+        """Soft deletes: each key the oracle saw deleted is held as a deleted row (`__deleted='true'`, `__op='d'`)
+        with the values its delete carried (a key deleted before the oracle began is not known, so not checked).
+        Hard deletes: no read holds a deleted row at all. `keys` limits the check to the keys a read covers."""
+        hard = self.pipeline.config.hard_deletes
+        expected = {} if hard else {k: row for k, row in entry.deleted.items() if keys is None or k in keys}
+        problems = []
+        for name, batches in batches_by_reader.items():
+            actual = deleted_rows(entry.shape, batches)
+            for key in sorted(set(expected) | set(actual), key=repr):
+                if hard or key in expected or key in entry.state:
+                    problems += [f"  {name}: {line}" for line in
+                                 _deleted_row_problems(entry.shape, key, expected.get(key), actual.get(key), hard)]
+        if problems:
+            raise OracleMismatch(self._where(what, entry) + "deleted rows:\n" + "\n".join(problems[:MAX_DIFF_LINES]))
 
     def _where(self, what: str, entry: Recorded) -> str:
         return (f"silver {entry.table} in {self.pipeline.config.lake}, {what}, commit {entry.commit.instant} "
@@ -408,6 +441,22 @@ def diff_rows(shape: Shape, expected: Rows, actual: Rows) -> list[str]:
     total = len(lines)
     if total > MAX_DIFF_LINES:
         lines = lines[:MAX_DIFF_LINES] + [f"  ... and {total - MAX_DIFF_LINES} more differences"]
+    return lines
+
+
+def _deleted_row_problems(shape: Shape, key: tuple, want: tuple | None, got: tuple | None, hard: bool) -> list[str]:
+    shown = ", ".join(f"{k}={v!r}" for k, v in zip(shape.table.primary_key, key))
+    if hard:
+        return [f"key {shown}: a soft-deleted row; with hard deletes a deleted key must be absent"]
+    if want is None:
+        return [f"key {shown}: deleted in silver, live in the source"]
+    if got is None:
+        return [f"key {shown}: no soft-deleted row (__deleted='true'); the source deleted {want!r}"]
+    row, op = got
+    lines = [f"key {shown}: deleted row's column {c}: expected {a!r}, actual {b!r}"
+             for c, a, b in zip(shape.columns, want, row) if a != b]
+    if op != "d":
+        lines.append(f"key {shown}: deleted row's __op: expected 'd', actual {op!r}")
     return lines
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from decimal import Decimal
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -24,7 +25,7 @@ from tickit_data.ddl import MYSQL
 from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table
 
 Rows = dict[tuple, "tuple | None"]
-META_COLUMNS = ("__deleted", "_hoodie_commit_time")
+META_COLUMNS = ("__deleted", "_hoodie_commit_time", "__op")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,20 @@ class Shape:
                     value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
             out.append(value)
         return tuple(out)
+
+    def from_journal(self, values: dict) -> tuple:
+        """A row the mutation journal recorded (JSON: decimals, dates and times as text) in the compared columns."""
+        typed = []
+        for column in self.table.columns:
+            value = values.get(column.name)
+            if isinstance(value, str) and column.type == DECIMAL:
+                value = Decimal(value)
+            elif isinstance(value, str) and column.type == DATE:
+                value = dt.date.fromisoformat(value[:10])
+            elif isinstance(value, str) and column.type == TIMESTAMP:
+                value = dt.datetime.fromisoformat(value)
+            typed.append(value)
+        return self.normalize(typed)
 
     def rows(self, records, normalized: bool = False) -> Rows:
         """(compared columns..., __deleted, _hoodie_commit_time) records -> {key: row or None}, the latest commit
@@ -220,6 +235,17 @@ def duplicate_keys(shape: Shape, batches) -> dict[tuple, list[str]]:
         [("_hoodie_commit_time", "list")]).to_pylist()
     return {tuple(g[k] for k in keys): sorted(g["_hoodie_commit_time_list"], key=str)
             for g in grouped if len(g["_hoodie_commit_time_list"]) > 1}
+
+
+def deleted_rows(shape: Shape, batches) -> dict[tuple, tuple[tuple, str | None]]:
+    """The soft-deleted rows of a read (`__deleted='true'`): {key: (row in the compared columns, `__op`)}."""
+    table = pa.Table.from_batches(batches) if batches else None
+    if table is None or "__deleted" not in table.column_names:
+        return {}
+    table = table.filter(pc.fill_null(pc.equal(table.column("__deleted"), "true"), False))
+    columns = [_values(shape, table, name) for name in [*shape.columns, "__op"]]
+    width = len(shape.columns)
+    return {shape.key_of(record[:width]): (tuple(record[:width]), record[width]) for record in zip(*columns)}
 
 
 class NotComparableAsArrow(Exception):
