@@ -29,3 +29,14 @@ def object_keys(s3, bucket: str, prefix: str):
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for obj in page.get("Contents", []):
             yield obj["Key"]
+
+
+def delete_prefix(s3, uri: str, whole_names: bool = True) -> int:
+    """Remove every object under `uri`; `whole_names=False` also those of siblings whose names begin with its
+    last part (`<lake>-mor` beside `<lake>`)."""
+    bucket, prefix = split_uri(uri)
+    keys = list(object_keys(s3, bucket, prefix + ("/" if whole_names else "")))
+    for start in range(0, len(keys), 1000):
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[start:start + 1000]],
+                                                 "Quiet": True})
+    return len(keys)

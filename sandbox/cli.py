@@ -217,6 +217,8 @@ def job_run(
     lake: str = typer.Option(None, help="Base URI of the lake (default s3a://<lake bucket>)."),
     table: list[str] = typer.Option(None, help="Only these tables (repeatable; default every captured table). A lake "
                                     "keeps the tables it was started with: its checkpoint knows only their topics."),
+    from_scratch: bool = typer.Option(False, "--from-scratch", help="Delete the lake (silver, bronze, checkpoints) "
+                                      "first and read every topic from its earliest offset."),
 ):
     """Run the job with spark-submit: --once by default (process what is in Kafka, then exit)."""
     settings = Settings.load()
@@ -230,6 +232,8 @@ def job_run(
         job.check_lake_bucket(settings, config)
     except SandboxError as exc:
         _fail(exc)
+    if from_scratch:
+        console.print(f"deleted {job.delete_lake(settings, config)} objects of {config.lake}", highlight=False)
     raise typer.Exit(job.run(settings, config, once=not continuous))
 
 

@@ -11,7 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from sandbox import class_archive
 from sandbox.config import PROJECT_ROOT, Settings
-from sandbox.checkpoint import split_uri
+from sandbox.checkpoint import delete_prefix, split_uri
 from sandbox.errors import SandboxError
 from sandbox.services.localstack import ACCESS_KEY, SECRET_KEY, s3_client
 from spark_jobs.job_config import JobConfig, TableSpec
@@ -60,6 +60,11 @@ def check_lake_bucket(settings: Settings, config: JobConfig) -> None:
                            f"use s3a://{settings.topology.lake_bucket}/<prefix>, or create the bucket first") from None
 
 
+def delete_lake(settings: Settings, config: JobConfig) -> int:
+    """Remove every object of the lake (silver, bronze, quarantine, checkpoints); returns how many."""
+    return delete_prefix(s3_client(settings.url("localstack")), config.lake)
+
+
 def write_config(settings: Settings, config: JobConfig, path: Path | None = None) -> Path:
     path = path or settings.state_dir / "job" / "config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,6 +86,12 @@ def submit_environment(settings: Settings) -> dict[str, str]:
 
     return {**settings.env, "TZ": "UTC", "SPARK_HOME": str(Path(pyspark.__file__).parent),
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+DATA_LOSS_SIGN = "failOnDataLoss"  # Spark's Kafka source names the option in its data-loss error
+DATA_LOSS_ADVICE = ("the lake's checkpoint expects Kafka offsets the topics no longer hold (a topic recreated, e.g. "
+                    "by `make bench`, or its retention passed): changes it never read are lost to this lake. Rebuild "
+                    "it from the topics: `sandbox job run --from-scratch` (with the same --lake/--table options)")
 
 
 def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
@@ -107,8 +118,10 @@ def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
     if code == 0:
         class_archive.keep_recording(recording)
     else:
-        tail = log.read_text(errors="replace").splitlines()[-40:]
-        say(f"job failed (exit {code}); the end of {log}:\n" + "\n".join(tail))
+        text = log.read_text(errors="replace")
+        say(f"job failed (exit {code}); the end of {log}:\n" + "\n".join(text.splitlines()[-40:]))
+        if DATA_LOSS_SIGN in text:
+            say(DATA_LOSS_ADVICE.format(lake=config.lake))
     return code
 
 

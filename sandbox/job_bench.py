@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from sandbox.config import PROJECT_ROOT, Settings
-from sandbox.lake_branch import delete_prefix
+from sandbox.checkpoint import delete_prefix
 from sandbox.mutations import Change, Mutator
 from sandbox.pipeline import Pipeline
 from sandbox.services.localstack import s3_client

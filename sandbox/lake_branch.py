@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from confluent_kafka import Consumer, TopicPartition
 
 from sandbox import job
-from sandbox.checkpoint import committed_offsets, object_keys, split_uri
+from sandbox.checkpoint import committed_offsets, delete_prefix, object_keys, split_uri
 from sandbox.config import Settings
 from sandbox.pipeline import Pipeline
 from sandbox.services.localstack import s3_client
@@ -84,17 +84,6 @@ def copy_prefix(s3, source: str, target: str) -> int:
 
     with ThreadPoolExecutor(COPY_WORKERS) as pool:
         list(pool.map(copy, keys))
-    return len(keys)
-
-
-def delete_prefix(s3, uri: str, whole_names: bool = True) -> int:
-    """Remove every object under `uri`; `whole_names=False` also those of siblings whose names begin with its
-    last part (`<lake>-mor` beside `<lake>`)."""
-    bucket, prefix = split_uri(uri)
-    keys = list(object_keys(s3, bucket, prefix + ("/" if whole_names else "")))
-    for start in range(0, len(keys), 1000):
-        s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[start:start + 1000]],
-                                                 "Quiet": True})
     return len(keys)
 
 

@@ -218,7 +218,7 @@ KEPT_LAKES: list[str] = []  # lakes of failed tests, named in the run's summary
 def finish(pipes: list, failed: bool) -> None:
     """Stop the pipelines; remove their lakes (and lakes named after them, such as `<lake>-mor`) unless a test
     failed, in which case they stay for a look and are named in the run's summary."""
-    from sandbox.lake_branch import delete_prefix
+    from sandbox.checkpoint import delete_prefix
     from sandbox.services.localstack import s3_client
 
     for pipe in pipes:

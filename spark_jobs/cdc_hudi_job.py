@@ -222,7 +222,7 @@ def start(spark: SparkSession, config: JobConfig, once: bool, report=print):
               .option("subscribe", ",".join(spec.topic for spec in config.tables))
               .option("startingOffsets", json.dumps(config.starting_offsets) if config.starting_offsets
                       else "earliest")
-              .option("failOnDataLoss", "false")
+              .option("failOnDataLoss", str(config.fail_on_data_loss).lower())
               # Spark reads a known offset range, so a fetch never needs to wait for data to arrive; the consumer's
               # default (500 ms) held each partition's last fetch of a micro-batch that long.
               .option("kafka.fetch.max.wait.ms", "10")

@@ -15,6 +15,9 @@ A JSON file (`--config`) holds:
                                            table is created)
   starting_offsets                         {topic: {partition: offset}} where a new checkpoint starts reading
                                            (default: the earliest offsets); ignored once a checkpoint exists
+  fail_on_data_loss                        stop when Kafka no longer has offsets the checkpoint expects (a
+                                           topic deleted or recreated, retention passed): true by default, since
+                                           a harness that skips lost changes would judge a lake that lacks them
   tables: [{topic, table, key: [columns], position: "lsn" | "binlog"}]
 """
 
@@ -52,6 +55,7 @@ class JobConfig:
     retain_commits: int | None = None
     buckets: int = 1
     starting_offsets: dict | None = None
+    fail_on_data_loss: bool = True
     extra_spark_conf: dict = field(default_factory=dict)
 
     @property

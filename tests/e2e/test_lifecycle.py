@@ -17,7 +17,7 @@ import pytest
 from sandbox import job
 from sandbox.backends import native
 from sandbox.oracle import Oracle
-from sandbox.lake_branch import delete_prefix
+from sandbox.checkpoint import delete_prefix
 from sandbox.pipeline import Pipeline
 from sandbox.pytest_plugin import new_lake
 from sandbox.services import bucket_snapshot
