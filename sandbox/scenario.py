@@ -355,13 +355,14 @@ def _expect(step: Step, oracle: Oracle, entries: dict, time_travel: bool) -> Non
         how = f"time travel to {entry.commit.instant}" if time_travel else "snapshot"
         for reader in oracle.readers:
             rows = reader.as_of(entry.shape, entry.commit) if time_travel else reader.snapshot(entry.shape)
-            problems = _unmet(entry.shape, spec, rows)
+            problems = _unmet(entry.shape, spec, rows, oracle.pipeline.config.hard_deletes)
             if problems:
                 raise AssertionError(f"line {step.line}, check {label!r}, {table} ({reader.name}, {how}):\n"
                                      + "\n".join(problems))
 
 
-def _unmet(shape, spec: dict, rows: dict) -> list[str]:
+def _unmet(shape, spec: dict, rows: dict, hard_deletes: bool = False) -> list[str]:
+    """`deleted` keys are soft-deleted rows, or absent from every read when the job hard-deletes."""
     problems = []
     key_columns = shape.table.primary_key
     for expected in spec.get("rows", []):
@@ -377,7 +378,10 @@ def _unmet(shape, spec: dict, rows: dict) -> list[str]:
                 problems.append(f"  key {key}: column {column}: expected {value!r}, actual {got!r}")
     for expected in spec.get("deleted", []):
         key = tuple(expected[k] for k in key_columns)
-        if key not in rows or rows[key] is not None:
+        if hard_deletes and key in rows:
+            found = "a soft-deleted row" if rows[key] is None else "a live row"
+            problems.append(f"  key {key}: expected no row (the job hard-deletes), found {found}")
+        elif not hard_deletes and (key not in rows or rows[key] is not None):
             problems.append(f"  key {key}: expected a soft-deleted row, found {'a live row' if key in rows else 'none'}")
     for expected in spec.get("absent", []):
         key = tuple(expected[k] for k in key_columns)

@@ -1,4 +1,4 @@
-"""Merge-on-Read with compaction reads as Copy-on-Write; a job killed mid-batch resumes to the same silver."""
+"""A job killed mid-batch resumes to the same silver. (The job modes under the oracle: test_job_mode_matrix.py.)"""
 
 from __future__ import annotations
 
@@ -13,22 +13,6 @@ from sandbox import class_archive, job
 from sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-
-
-def test_merge_on_read_after_compaction_reads_as_copy_on_write(pipeline, settle):
-    tables = ["category", "venue"]
-    mor = pipeline.sibling(lake=pipeline.config.lake + "-mor", only=tables, table_type="MERGE_ON_READ",
-                           compaction_delta_commits=2)
-    mor.run_once()
-    settle(tables)
-    mor.run_once()  # the second delta commit: compaction runs inline after it
-    pipeline.run_once()
-    for table in tables:
-        assert any(c.action == "commit" for c in mor.timeline(table)), f"{table}: no compaction commit"
-        assert any(c.action == "deltacommit" for c in mor.timeline(table))
-        assert mor.live_rows(mor.snapshot(table), table) == pipeline.live_rows(pipeline.snapshot(table), table)
 
 
 def test_job_killed_mid_batch_resumes_to_the_uninterrupted_result(sandbox, pipeline, s3, tmp_path):
@@ -59,25 +43,3 @@ def test_job_killed_mid_batch_resumes_to_the_uninterrupted_result(sandbox, pipel
         assert resumed.live_rows(resumed.snapshot(table), table) == pipeline.live_rows(pipeline.snapshot(table), table)
     bronze = pipeline.spark.read.parquet(resumed.config.bronze_path)
     assert bronze.count() == bronze.select("topic", "partition", "offset").distinct().count(), "no change twice in bronze"
-
-
-def test_hard_deletes_remove_the_row_and_time_travel_still_has_it(sandbox, pipeline, mutator, kafka_bootstrap,
-                                                                   registry):
-    import random
-
-    from sandbox.changes import ChangeReader
-
-    hard = pipeline.sibling(lake=pipeline.config.lake + "-hard", only=["venue"], hard_deletes=True)
-    placement = mutator.placement("venue")
-    template = mutator.sample_row("venue", random.Random(8))
-    new_id = mutator.next_key("venue") + 700
-    with ChangeReader(kafka_bootstrap, sandbox.topology.topic("ems", "venue"), registry, from_end=True) as reader:
-        inserted = mutator.insert("venue", {c: template[c] for c in placement.table.column_names} | {"venueid": new_id})
-        reader.wait_for_change(inserted, 180)
-        hard.run_once()
-        alive_commit = hard.timeline("venue")[-1]
-        deleted = mutator.delete("venue", {"venueid": new_id})
-        reader.wait_for_change(deleted, 180)
-    hard.run_once()
-    assert hard.snapshot("venue").filter(f"venueid = {new_id}").count() == 0
-    assert hard.time_travel("venue", alive_commit.instant).filter(f"venueid = {new_id}").count() == 1
