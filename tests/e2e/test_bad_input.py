@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import uuid
 
 import port_for
 import pytest
 
-from sandbox import jvm
+from sandbox import job, jvm
 from sandbox.backends import native
 from sandbox.config import DEFAULT_PORTS
 from sandbox.errors import SandboxError
@@ -84,3 +86,41 @@ def test_job_run_on_a_bucket_that_does_not_exist_says_so(sandbox):
     assert "no-such-bucket" in result.stdout and "does not have" in result.stdout, result.stdout
     assert f"s3a://{sandbox.topology.lake_bucket}/<prefix>" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_kafka_data_loss_stops_the_job_unless_allowed(sandbox, spark, s3):
+    """Changes the topic no longer holds (deleted records, a recreated topic) stop the job: a lake that silently
+    skipped them would be judged against a source it no longer mirrors."""
+    from dataclasses import replace
+
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from sandbox.checkpoint import delete_prefix
+    from sandbox.pytest_plugin import new_lake
+    from spark_jobs import cdc_hudi_job
+    from spark_jobs.job_config import TableSpec
+
+    bootstrap = sandbox.endpoint("kafka").address
+    topic = f"sandbox-data-loss-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    lake = new_lake(sandbox, "data-loss")
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    try:
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for n in range(3):
+            producer.produce(topic, value=b"not an avro change %d" % n)
+        producer.flush(30)
+        admin.delete_records([TopicPartition(topic, 0, 2)])[TopicPartition(topic, 0, 2)].result(30)
+        config = replace(job.job_config(sandbox, lake=lake, only=["category"]),
+                         tables=(TableSpec(topic, "category", ("catid",), "lsn"),), starting_offsets={topic: {"0": 0}},
+                         catalog_database="")
+        with pytest.raises(Exception, match="failOnDataLoss"):
+            cdc_hudi_job.run(spark, config, once=True, report=lambda line: None)
+        allowed = replace(config, lake=config.lake + "-allowed", fail_on_data_loss=False)
+        summaries = []
+        cdc_hudi_job.run(spark, allowed, once=True, report=summaries.append)
+        assert sum(json.loads(s).get("quarantined", 0) for s in summaries) == 1, "only the record still in Kafka"
+    finally:
+        admin.delete_topics([topic])
+        delete_prefix(s3, lake, whole_names=False)
