@@ -24,8 +24,8 @@ from sandbox.checkpoint import delete_prefix
 from sandbox.mutations import Change, Mutator
 from sandbox.pipeline import Pipeline
 from sandbox.services.localstack import s3_client
+from sandbox.timeline import Commit
 from sandbox.wait import wait_until
-from spark_jobs.queries import Commit
 
 LATENCY_CHANGES = 40
 TABLE = "category"

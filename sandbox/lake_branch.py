@@ -9,7 +9,9 @@ committed: the branch's first micro-batch holds only the changes made after the 
 checkpoint agree from the start. Bronze and the quarantine start at the branch point too.
 
 Only a job with the baseline's options writes a branch (Copy-on-Write, soft deletes); anything else, and a job
-deliberately broken for the harness's own tests, gets a lake of its own from the earliest offsets.
+deliberately broken for the harness's own tests, gets a lake of its own from the earliest offsets. A baseline an
+earlier version of the job wrote in another layout (files without the bucket index, or `_source_position` of
+another type: the marker beside it holds the job's `POSITION_LAYOUT`) is rebuilt, not copied.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sandbox.config import Settings
 from sandbox.pipeline import Pipeline
 from sandbox.services.localstack import s3_client
 from spark_jobs.cdc_hudi_job import written_with_buckets
+from spark_jobs.decode import POSITION_LAYOUT
 
 BASELINE = "_baseline"
 RETAINED_COMMITS = 2
@@ -31,6 +34,7 @@ RETAINED_COMMITS = 2
 # spanning many schema versions of a table cost a branch 20 s; a user's second module 22-27 s -> 15-17 s).
 CATCH_UP_LAG = 500
 COPY_WORKERS = 8
+LAYOUT_MARKER = "position-layout"  # in the baseline's lake: the POSITION_LAYOUT of the job that wrote it
 
 
 class LakeBranches:
@@ -55,6 +59,7 @@ class LakeBranches:
             delete_prefix(self.s3, self.baseline.config.lake)
         if lag is None or lag > CATCH_UP_LAG:
             self.baseline.run_once()
+            self._mark_layout()
             offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
         if any(spec.topic not in offsets for spec in specs):
             return None
@@ -63,14 +68,38 @@ class LakeBranches:
         return {spec.topic: offsets[spec.topic] for spec in specs}
 
     def _current_layout(self) -> bool:
-        """False for a baseline an earlier version of the job wrote in another file layout (rebuilt, not copied).
+        """False for a baseline an earlier version of the job wrote in another layout (rebuilt, not copied).
         Listed until it is found current, then not again in this session."""
         if not self._layout_is_current:
             bucket, prefix = split_uri(self.baseline.config.silver_root)
-            data = [key for key in object_keys(self.s3, bucket, prefix + "/") if "/.hoodie/" not in key]
-            self._layout_is_current = all(written_with_buckets(key.rsplit("/", 1)[-1], self.baseline.config.buckets)
-                                          for key in data)
+            keys = list(object_keys(self.s3, bucket, prefix + "/"))
+            self._layout_is_current = layout_is_current(keys, self._marked_layout(), self.baseline.config.buckets)
         return self._layout_is_current
+
+    def _marker(self) -> tuple[str, str]:
+        bucket, prefix = split_uri(self.baseline.config.lake)
+        return bucket, f"{prefix}/{LAYOUT_MARKER}"
+
+    def _marked_layout(self) -> str | None:
+        bucket, key = self._marker()
+        try:
+            return self.s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+        except self.s3.exceptions.NoSuchKey:
+            return None
+
+    def _mark_layout(self) -> None:
+        bucket, key = self._marker()
+        self.s3.put_object(Bucket=bucket, Key=key, Body=str(POSITION_LAYOUT).encode())
+
+
+def layout_is_current(silver_keys: list[str], marker: str | None, buckets: int) -> bool:
+    """Whether a baseline with these objects under its silver root and this layout marker was written in the job's
+    current layout: an empty one is; otherwise the marker must name the job's position layout, and every data file
+    a bucket of the index."""
+    if not silver_keys:
+        return True
+    data = [key.rsplit("/", 1)[-1] for key in silver_keys if "/.hoodie/" not in key]
+    return marker == str(POSITION_LAYOUT) and all(written_with_buckets(name, buckets) for name in data)
 
 
 def copy_prefix(s3, source: str, target: str) -> int:

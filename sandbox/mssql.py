@@ -1,5 +1,5 @@
-"""SQL Server for the `mssql` source: the DSN of an external server, the CDC set-up script generated from the
-topology and the TICKIT schema, and SQL Server log sequence numbers (LSNs) as source positions.
+"""SQL Server for the `mssql` source: the DSN of an external server and the CDC set-up script generated from the
+topology and the TICKIT schema (its log sequence numbers as source positions: `sandbox.positions`).
 
 The same script runs in the compose container (through `sqlcmd`, at first start) and against an external server
 given by `SANDBOX_MSSQL_DSN` (through pymssql). It is idempotent: every statement checks before it creates.
@@ -150,40 +150,3 @@ def substitute_variables(batch: str, variables: dict[str, str]) -> str:
         return variables[match.group(1)]
 
     return re.sub(r"\$\((\w+)\)", value, batch)
-
-
-# --- log sequence numbers ----------------------------------------------------------------------------------
-LSN_PART_BITS = (40, 16)  # a compact LSN: VLF sequence << 40 | log block << 16 | slot
-WITHIN_COMMIT_BITS = 44  # room for how far before its commit a change may lie (16 VLFs of 2^24 blocks)
-SERIAL_BITS = 4
-
-
-def lsn_to_int(lsn: str) -> int:
-    """A SQL Server LSN as an integer ordered like the LSNs.
-
-    Accepts the hexadecimal form Debezium writes (`0000002b:00000158:0001`: VLF sequence, log block, slot) and the
-    decimal form of the server's numeric(25,0) LSN columns (`43000000034400001`). Log blocks are assumed below 2^24
-    (VLFs up to 8 GB).
-    """
-    text = lsn.strip()
-    if ":" in text:
-        vlf, block, slot = (int(part, 16) for part in text.split(":"))
-    else:
-        number = int(text)
-        vlf, block, slot = number // 10**15, number // 10**5 % 10**10, number % 10**5
-    return (vlf << LSN_PART_BITS[0]) | (block << LSN_PART_BITS[1]) | slot
-
-
-def event_position(commit_lsn: str, change_lsn: str | None, event_serial_no: int | None) -> int:
-    """The source position of a SQL Server change event: commit LSN, then change LSN, then event serial number.
-
-    Folded into one integer (below 2^126, a Spark decimal(38,0)): the commit LSN in the high bits, then how close
-    the change lies to its commit (later changes of one transaction are closer), then the serial number (an update
-    that moves a key yields two events with one change LSN).
-    """
-    commit = lsn_to_int(commit_lsn)
-    change = lsn_to_int(change_lsn) if change_lsn else commit
-    distance = min(max(commit - change, 0), (1 << WITHIN_COMMIT_BITS) - 1)
-    within_commit = (1 << WITHIN_COMMIT_BITS) - 1 - distance
-    serial = min(event_serial_no or 0, (1 << SERIAL_BITS) - 1)
-    return (commit << (WITHIN_COMMIT_BITS + SERIAL_BITS)) | (within_commit << SERIAL_BITS) | serial

@@ -1,9 +1,9 @@
 """The mutation toolkit: apply changes to the source tables and journal each with the source position it produced.
 
 Every mutation runs in its own transaction. Its journal entry records the source position just before the change
-and just after its commit (Postgres WAL LSNs; MariaDB binlog file and offset), so a test can ask "has the pipeline
-reached this change" (an event for this key and operation whose position lies in that range) and "what must the
-table look like here" (the source state after the entry).
+and just after its commit (Postgres WAL LSNs; MariaDB binlog file and offset; SQL Server commit LSNs; see
+`sandbox.positions`), so a test can ask "has the pipeline reached this change" (an event for this key and operation
+whose position lies in that range) and "what must the table look like here" (the source state after the entry).
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import NamedTuple
 
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
+from sandbox.positions import current_position, position_in, position_range
 from sandbox.tickit import Placement, connect, placements
-from sandbox.mssql import lsn_to_int as mssql_lsn_to_int
-from tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, quote
+from tickit_data.ddl import MYSQL, SQLSERVER, quote
 from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column
 
 # Debezium operations each mutation kind produces (a key update is a delete of the old key and a create).
@@ -50,16 +49,6 @@ class Change:
             return False
         key = self.key if op == "d" else (self.new_key or self.key)
         return event_key == key and position_in(self.position, event_value)
-
-
-def position_in(position: dict, event_value: dict) -> bool:
-    if "commit_lsn_from" in position:  # SQL Server
-        commit = mssql_lsn_to_int(event_value["__commit_lsn"])
-        return position["commit_lsn_from"] <= commit <= position["commit_lsn_to"]
-    if "lsn_from" in position:
-        return position["lsn_from"] <= event_value["__lsn"] <= position["lsn_to"]
-    at = (event_value["__file"], event_value["__pos"])
-    return (position["file_from"], position["pos_from"]) <= at <= (position["file_to"], position["pos_to"])
 
 
 class Journal:
@@ -208,13 +197,13 @@ class Mutator:
         journaled at commit with the position range of the whole transaction."""
         p = self.placement(table)
         conn = connect(self.settings, p)
-        self._open = _OpenTransaction(p, conn, source_position(conn, p.dialect))
+        self._open = _OpenTransaction(p, conn, current_position(conn, p.dialect))
         try:
             yield
             conn.commit()
-            after = source_position(conn, p.dialect)
+            after = current_position(conn, p.dialect)
             for change in self._open.changes:
-                change.position = _range(self._open.before, after)
+                change.position = position_range(self._open.before, after)
                 change.seq = self.journal.next_seq()
                 self.journal.append(change)
         except BaseException:
@@ -234,16 +223,16 @@ class Mutator:
             return change
         conn = connect(self.settings, p)
         try:
-            before = source_position(conn, p.dialect)
+            before = current_position(conn, p.dialect)
             removed = self._removed_row(conn, p, kind, key)
             ops = self._execute(conn, p, kind, key, sql, params)
             conn.commit()
-            after = source_position(conn, p.dialect)
+            after = current_position(conn, p.dialect)
             values = self._read_row(conn, p, new_key or key) if kind not in ("delete", "add_column") else None
         finally:
             conn.close()
         change = self._change(p, kind, key, new_key, ops)
-        change.values, change.position, change.before = added or values, _range(before, after), removed
+        change.values, change.position, change.before = added or values, position_range(before, after), removed
         self.journal.append(change)
         return change
 
@@ -345,12 +334,6 @@ class Mutator:
             conn.close()
 
 
-class SqlServerLsn(NamedTuple):
-    """The end of a SQL Server database's log, as `sandbox.mssql.lsn_to_int` orders LSNs."""
-
-    lsn: int
-
-
 def _set_session_clock(cur, dialect: str, at: dt.datetime | None) -> None:
     if dialect != MYSQL:
         raise SandboxError("only MySQL-compatible sources can stamp changes with a chosen time",
@@ -359,34 +342,6 @@ def _set_session_clock(cur, dialect: str, at: dt.datetime | None) -> None:
         cur.execute("SET TIMESTAMP = DEFAULT")
     else:
         cur.execute("SET TIMESTAMP = %s", (at.replace(tzinfo=dt.timezone.utc).timestamp(),))
-
-
-def source_position(conn, dialect: str) -> tuple:
-    with conn.cursor() as cur:
-        if dialect == SQLSERVER:
-            cur.execute("SELECT log_end_lsn FROM sys.dm_db_log_stats(DB_ID())")
-            return SqlServerLsn(mssql_lsn_to_int(cur.fetchone()[0]))
-        if dialect == POSTGRES:
-            cur.execute("SELECT pg_current_wal_insert_lsn()::text")
-            return (lsn_to_int(cur.fetchone()[0]),)
-        if dialect == MYSQL:
-            cur.execute("SHOW MASTER STATUS")
-            row = cur.fetchone()
-            return (row[0], row[1])
-    raise SandboxError(f"no source position for {dialect}", "")
-
-
-def lsn_to_int(lsn: str) -> int:
-    high, low = lsn.split("/")
-    return (int(high, 16) << 32) + int(low, 16)
-
-
-def _range(before: tuple, after: tuple) -> dict:
-    if isinstance(before, SqlServerLsn):  # Debezium's events carry the commit LSN
-        return {"commit_lsn_from": before.lsn, "commit_lsn_to": after.lsn}
-    if len(before) == 1:
-        return {"lsn_from": before[0], "lsn_to": after[0]}
-    return {"file_from": before[0], "pos_from": before[1], "file_to": after[0], "pos_to": after[1]}
 
 
 def _add_column_sql(p: Placement, column: str, sql_type: str) -> str:

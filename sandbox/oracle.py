@@ -21,14 +21,13 @@ from dataclasses import dataclass, field, replace
 
 from sandbox.changes import ChangeReader, end_offsets
 from sandbox.config import Settings
-from sandbox.mssql import SERIAL_BITS, WITHIN_COMMIT_BITS
 from sandbox.mutations import Change, Mutator, added_column
+from sandbox.positions import position_floor
 from sandbox.registry import RegistryClient
 from sandbox.silver import (NotComparableAsArrow, Rows, RustSilver, Shape, SparkSilver, arrow_rows, deleted_rows,
                             duplicate_keys, expected_table, live_table, wrong_types)
 from sandbox.tickit import Placement, connect
-from spark_jobs.decode import BINLOG_FILE_FACTOR, BINLOG_POS_FACTOR
-from spark_jobs.queries import Commit
+from sandbox.timeline import Commit
 from tickit_data.ddl import quote
 from tickit_data.schema import get_table
 
@@ -92,17 +91,6 @@ class _ReadOnce:
         if reader.name not in self.batches:
             self.batches[reader.name] = self.read(reader)
         return self.batches[reader.name]
-
-
-def position_floor(change: Change) -> int:
-    """The lowest job `_source_position` an event of this change can have (the position before it began)."""
-    position = change.position
-    if "lsn_from" in position:
-        return position["lsn_from"]
-    if "commit_lsn_from" in position:  # SQL Server: the commit LSN is the high part of the position
-        return position["commit_lsn_from"] << (WITHIN_COMMIT_BITS + SERIAL_BITS)
-    file_number = int(position["file_from"].rsplit(".", 1)[-1])
-    return file_number * BINLOG_FILE_FACTOR + position["pos_from"] * BINLOG_POS_FACTOR
 
 
 class Oracle:

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sandbox import class_archive, job
+from sandbox import timeline as commit_timeline
 from sandbox.checkpoint import committed_offsets
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.services.localstack import s3_client
 from sandbox.tickit import normalized_rows
+from sandbox.timeline import Commit
 from sandbox.wait import wait_until
 from spark_jobs import cdc_hudi_job, queries
 from spark_jobs.job_config import JobConfig
@@ -33,6 +36,13 @@ def spark_for(settings: Settings, config: JobConfig | None = None):
     config = config or job.job_config(settings)
     archive_option, _ = class_archive.java_options(settings, config, record=False)
     return spark_session(config, java_options=archive_option)
+
+
+def closed_port() -> int:
+    """A local TCP port nobody listens on (just given back by the OS)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 class SilverBehind(AssertionError):
@@ -73,6 +83,16 @@ class Pipeline:
         cdc_hudi_job.run(self.spark, self.config, once=True, report=self.reports.append)
         return [json.loads(line) for line in self.reports[before:]]
 
+    def run_once_without_registry(self) -> list[dict]:
+        """`run_once` in a schema registry outage: the job's lookups go to a local port where nothing listens, so
+        each is refused at once (the sandbox's registry keeps serving everyone else)."""
+        normal = self.config
+        self.config = replace(normal, registry_url=f"http://127.0.0.1:{closed_port()}/apis/registry/v2")
+        try:
+            return self.run_once()
+        finally:
+            self.config = normal
+
     def start_continuous(self) -> None:
         if self.query is None:
             self.query = cdc_hudi_job.start(self.spark, self.config, once=False, report=self.reports.append)
@@ -100,13 +120,13 @@ class Pipeline:
             self.start_continuous()
 
     def wait_for_positions(self, targets: dict[str, int], timeout: float,
-                           landmarks: dict[str, tuple[int, int]] | None = None) -> dict[str, queries.Commit]:
+                           landmarks: dict[str, tuple[int, int]] | None = None) -> dict[str, Commit]:
         """Wait until each table's latest commit holds its target source position; returns those commits.
 
         `landmarks` gives, per table, the Kafka (partition, offset) of the event that carries its target: once the
         job's checkpoint has committed past that offset and the table still has no such commit, the job read the
         change and did not write it, and the wait fails at once (SilverBehind) instead of running out of time."""
-        reached: dict[str, queries.Commit] = {}
+        reached: dict[str, Commit] = {}
 
         def all_reached() -> bool:
             if self.query is not None and self.query.exception() is not None:
@@ -149,14 +169,14 @@ class Pipeline:
         commits = self.timeline(table) if self._table_exists(table) else []
         return f"{commits[-1].instant} at position {commits[-1].max_source_position}" if commits else "none"
 
-    def _reach(self, targets: dict[str, int], reached: dict[str, queries.Commit]) -> bool:
+    def _reach(self, targets: dict[str, int], reached: dict[str, Commit]) -> bool:
         pending = [table for table in targets if table not in reached]
         with ThreadPoolExecutor(max(1, min(4, len(pending)))) as pool:  # one small Spark job per table's timeline
             found = pool.map(lambda table: self.first_commit_at(table, targets[table]), pending)
             reached |= {table: commit for table, commit in zip(pending, found) if commit is not None}
         return len(reached) == len(targets)
 
-    def first_commit_at(self, table: str, target: int) -> queries.Commit | None:
+    def first_commit_at(self, table: str, target: int) -> Commit | None:
         """The earliest commit of the table whose source position reaches `target`."""
         if not self._table_exists(table):
             return None
@@ -174,8 +194,8 @@ class Pipeline:
     def path(self, table: str) -> str:
         return self.config.silver_path(table)
 
-    def timeline(self, table: str) -> list[queries.Commit]:
-        return queries.timeline(self.spark, self.path(table))
+    def timeline(self, table: str) -> list[Commit]:
+        return commit_timeline.read_timeline(self.spark, self.path(table))
 
     def snapshot(self, table: str):
         return queries.snapshot(self.spark, self.path(table))

@@ -19,8 +19,8 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sandbox.timeline import Commit
 from spark_jobs import queries
-from spark_jobs.queries import Commit
 from tickit_data.ddl import MYSQL
 from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table
 

@@ -6,9 +6,11 @@ Run as `spark-submit spark_jobs/cdc_hudi_job.py --config job.json --once` (or `-
 - Bronze: every change event as it arrived (Kafka coordinates, schema id, raw bytes), partitioned by table and
   micro-batch; a replayed batch overwrites its own partition, so bronze never holds a change twice.
 - Silver: one Hudi table per source table, record key = the source primary key, precombine = the source position
-  (Postgres LSN; binlog file, offset and row), so the later of two changes in one millisecond wins. Deletes stay as
-  soft deletes (`__op='d'`, `__deleted='true'`) unless `hard_deletes`. Each commit records the highest source
-  position it holds in its metadata (`sandbox.max_source_position`).
+  (Postgres LSN; binlog file, offset and row; SQL Server LSNs: `decode.source_position`), so the later of two
+  changes in one millisecond wins. Deletes stay as soft deletes (`__op='d'`, `__deleted='true'`) unless
+  `hard_deletes`. Each commit records the highest source position it holds, as plain digits, in its metadata
+  (`sandbox.max_source_position`): the harness reads it from there (`sandbox/timeline.py`), so the key and its
+  format are a contract between the two.
 - Messages that do not decode go to `<lake>/quarantine` with their topic, partition, offset and reason.
 - Progress is Spark's checkpoint in `<lake>/checkpoints`: a restart, also after a kill, resumes without loss and
   without applying a change twice.
@@ -34,7 +36,7 @@ from spark_jobs.decode import SchemaCache, decode, schema_pairs, source_position
 from spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
 from spark_jobs.session import spark_session  # noqa: E402
 
-COMMIT_META_PREFIX = "sandbox."
+COMMIT_META_PREFIX = "sandbox."  # of the commit metadata keys the harness reads (`sandbox/timeline.py`)
 UPSERT_THREADS = 4
 SMALL_BATCH_EVENTS = 10_000
 
@@ -110,7 +112,10 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
         # same key supersedes.
         extent = positioned.agg(F.max("_source_position").alias("position"), F.max("timestamp").alias("kafka"),
                                 F.count(F.lit(1)).alias("changes")).first()
-        reached, count = extent["position"], extent["changes"]
+        # A decimal(38,0) position (binlog, SQL Server) arrives as a Decimal; as an int it goes into the commit
+        # metadata as plain digits and into the batch summary as a number.
+        reached = None if extent["position"] is None else int(extent["position"])
+        count = extent["changes"]
         rows = latest_per_key(positioned, spec)
         rows = rows.withColumnRenamed("offset", "_kafka_offset").withColumnRenamed("partition", "_kafka_partition") \
             .withColumnRenamed("timestamp", "_kafka_timestamp").drop("topic", "_schema_id")

@@ -20,12 +20,20 @@ from spark_jobs.avro_schema import semantic_types
 from spark_jobs.job_config import TableSpec
 
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]
-BINLOG_FILE_FACTOR = 10**14  # room for 10^10 bytes of binlog offset and 10^4 rows per event
-BINLOG_POS_FACTOR = 10**4
-# SQL Server: the same folding as sandbox.mssql.event_position (kept in step by a unit test).
+# Binlog and SQL Server positions are integers of up to 38 digits. The harness folds them on its own
+# (`sandbox/positions.py`); tests/unit/test_positions.py keeps the two in step.
+WIDE_POSITION = "decimal(38,0)"
+# MariaDB/MySQL: file * 10^26 + offset * 10^6 + row, exact for every file number the server names (its index ends at
+# 2^31 - 1; room to 10^12), any 64-bit offset (room to 10^20) and up to 10^6 rows per event.
+BINLOG_FILE_FACTOR = 10**26
+BINLOG_POS_FACTOR = 10**6
+# SQL Server: commit LSN, change LSN and event serial number folded bitwise.
 LSN_VLF_SHIFT, LSN_BLOCK_SHIFT = 40, 16
 WITHIN_COMMIT_BITS, SERIAL_BITS = 44, 4
-SQLSERVER_POSITION = "decimal(38,0)"
+# The type and order of `_source_position` per source. A silver table keeps the type it was created with (Hudi does
+# not widen long to decimal), so a lake written under another layout is rebuilt. 1: binlog positions as a long
+# (which wrapped from binlog file 92,234 on); 2: binlog positions as WIDE_POSITION.
+POSITION_LAYOUT = 2
 
 
 class RegistryUnavailable(RuntimeError):
@@ -147,35 +155,45 @@ def with_source_types(rows: DataFrame, schema_json: str) -> DataFrame:
 
 
 def source_position(rows: DataFrame, kind: str) -> DataFrame:
-    """A monotonic ordering of changes: the Postgres LSN; binlog file, offset and row folded into one long; or the
-    SQL Server commit LSN, change LSN and event serial number folded into one decimal(38,0)."""
+    """A monotonic ordering of changes: the Postgres LSN (a long); binlog file, offset and row, or the SQL Server
+    commit LSN, change LSN and event serial number, folded into one decimal(38,0)."""
     if kind == "lsn":
         return rows.withColumn("_source_position", F.col("__lsn").cast("long"))
     if kind == "sqlserver":
         return rows.withColumn("_source_position", sqlserver_position(
             F.col("__commit_lsn"), F.col("__change_lsn"), F.col("__event_serial_no")))
-    file_number = F.regexp_extract("__file", r"(\d+)$", 1).cast("long")
-    position = (file_number * F.lit(BINLOG_FILE_FACTOR) + F.col("__pos").cast("long") * F.lit(BINLOG_POS_FACTOR)
-                + F.col("__row").cast("long"))
-    return rows.withColumn("_source_position", position)
+    return rows.withColumn("_source_position", binlog_position(F.col("__file"), F.col("__pos"), F.col("__row")))
 
 
-def _power_of_two(bits: int):
-    return F.lit(2**bits).cast(SQLSERVER_POSITION)
+def _wide(number: int) -> Column:
+    """An integer literal as a decimal(38,0), from its digits (it may lie past a long's range)."""
+    return F.lit(str(number)).cast(WIDE_POSITION)
+
+
+def _power_of_two(bits: int) -> Column:
+    return _wide(2**bits)
+
+
+def binlog_position(file_name: Column, offset: Column, row: Column) -> Column:
+    """Binlog file number (the digits ending its name), offset and row as one decimal(38,0), ordered by all three."""
+    file_number = F.regexp_extract(file_name, r"(\d+)$", 1).cast(WIDE_POSITION)
+    folded = (file_number * _wide(BINLOG_FILE_FACTOR) + offset.cast(WIDE_POSITION) * _wide(BINLOG_POS_FACTOR)
+              + row.cast(WIDE_POSITION))
+    return folded.cast(WIDE_POSITION)
 
 
 def _lsn_number(lsn):
     """`0000002b:00000158:0001` (VLF sequence, log block, slot in hexadecimal) as one ordered number."""
-    part = [F.conv(F.split(lsn, ":").getItem(i), 16, 10).cast(SQLSERVER_POSITION) for i in range(3)]
+    part = [F.conv(F.split(lsn, ":").getItem(i), 16, 10).cast(WIDE_POSITION) for i in range(3)]
     return part[0] * _power_of_two(LSN_VLF_SHIFT) + part[1] * _power_of_two(LSN_BLOCK_SHIFT) + part[2]
 
 
 def sqlserver_position(commit_lsn, change_lsn, serial):
     commit = _lsn_number(commit_lsn)
     change = F.coalesce(_lsn_number(change_lsn), commit)
-    room = _power_of_two(WITHIN_COMMIT_BITS) - F.lit(1).cast(SQLSERVER_POSITION)
-    distance = F.least(F.greatest(commit - change, F.lit(0).cast(SQLSERVER_POSITION)), room)
-    serial_part = F.least(F.coalesce(serial.cast("long"), F.lit(0)), F.lit(2**SERIAL_BITS - 1)).cast(SQLSERVER_POSITION)
+    room = _power_of_two(WITHIN_COMMIT_BITS) - F.lit(1).cast(WIDE_POSITION)
+    distance = F.least(F.greatest(commit - change, F.lit(0).cast(WIDE_POSITION)), room)
+    serial_part = F.least(F.coalesce(serial.cast("long"), F.lit(0)), F.lit(2**SERIAL_BITS - 1)).cast(WIDE_POSITION)
     folded = (commit * _power_of_two(WITHIN_COMMIT_BITS + SERIAL_BITS)
               + (room - distance) * _power_of_two(SERIAL_BITS) + serial_part)
-    return folded.cast(SQLSERVER_POSITION)
+    return folded.cast(WIDE_POSITION)

@@ -2,53 +2,79 @@
 
 Each variant patches the in-process job the way a real bug would change it. `SANDBOX_BROKEN_JOB=<variant>` applies
 one to a whole pytest run (see the project's conftest.py); `python -m tests.broken_variants` (`make
-broken-variants`) runs the oracle suites and the scenarios once per variant and reports which tests caught it.
+broken-variants`) runs the suites once with the unbroken job and once per variant, and reports which tests caught
+each: a test catches a variant when it passes with the unbroken job and fails with one of the oracle's verdicts
+(`VERDICTS`) with the variant, never by an error of the harness or a time-out.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import re
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pyspark.sql import Window, functions as F
+from pyspark.sql import DataFrame, Window, functions as F
 
-from spark_jobs import cdc_hudi_job, queries
+from sandbox.oracle import NotOneBatch, OracleMismatch
+from sandbox.pipeline import SilverBehind
+from spark_jobs import cdc_hudi_job
+from spark_jobs.decode import RegistryUnavailable, SchemaCache
+from spark_jobs.job_config import TableSpec
+from tickit_data.schema import get_table
 
-SUITES = ["tests/e2e/test_oracle_suites.py", "tests/e2e/test_property_sequences.py", "fixtures/scenarios"]
+SUITES = ["fixtures/scenarios"]
+REPORTS = Path("reports/broken-variants")
+
+
+# --- the variants --------------------------------------------------------------------------------------------
+def _transform_changes(patch: pytest.MonkeyPatch, transform) -> None:
+    """Pass each table's decoded changes through `transform(changes, spec)` before the job writes them to silver."""
+    original = cdc_hudi_job.write_silver
+
+    def write_silver(spark, config, spec, changes, batch_id):
+        return original(spark, config, spec, transform(changes, spec), batch_id)
+
+    patch.setattr(cdc_hudi_job, "write_silver", write_silver)
+
+
+def _source_columns(changes: DataFrame, type_name: str) -> set[str]:
+    """The changes' source columns (not the job's `_` and Debezium's `__` fields) of one Spark type."""
+    return {f.name for f in changes.schema.fields if f.dataType.typeName() == type_name and not f.name.startswith("_")}
+
+
+def _with_hudi_options(patch: pytest.MonkeyPatch, **changed: str) -> None:
+    original = cdc_hudi_job.hudi_options
+
+    def options(config, spec, max_position, batch_id):
+        return original(config, spec, max_position, batch_id) | {
+            key: value(spec) if callable(value) else value for key, value in changed.items()}
+
+    patch.setattr(cdc_hudi_job, "hudi_options", options)
 
 
 def order_by_timestamp(patch: pytest.MonkeyPatch) -> None:
     """Orders changes by the source timestamp alone (as a precombine on `ts_ms` does): ties and a clock that
     steps back pick the wrong change."""
-    original_options = cdc_hudi_job.hudi_options
-
-    def options(config, spec, max_position, batch_id):
-        return original_options(config, spec, max_position, batch_id) | {
-            "hoodie.datasource.write.precombine.field": "__source_ts_ms"}
 
     def latest_per_key(rows, spec):
         order = Window.partitionBy(*[F.col(k) for k in spec.key]).orderBy(F.desc("__source_ts_ms"))
         return rows.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
 
-    patch.setattr(cdc_hudi_job, "hudi_options", options)
+    _with_hudi_options(patch, **{"hoodie.datasource.write.precombine.field": "__source_ts_ms"})
     patch.setattr(cdc_hudi_job, "latest_per_key", latest_per_key)
 
 
 def drop_deletes(patch: pytest.MonkeyPatch) -> None:
     """Filters delete events out before writing silver."""
-    original = cdc_hudi_job.write_silver
-
-    def write_silver(spark, config, spec, changes, batch_id):
-        return original(spark, config, spec, changes.filter("__op != 'd'"), batch_id)
-
-    patch.setattr(cdc_hudi_job, "write_silver", write_silver)
+    _transform_changes(patch, lambda changes, spec: changes.filter("__op != 'd'"))
 
 
 def skip_table(patch: pytest.MonkeyPatch, table: str = "venue") -> None:
@@ -61,77 +87,93 @@ def skip_table(patch: pytest.MonkeyPatch, table: str = "venue") -> None:
     patch.setattr(cdc_hudi_job, "write_silver", write_silver)
 
 
-def off_by_one_commit(patch: pytest.MonkeyPatch) -> None:
-    """The timeline gives each commit the source position of the next one, so time travel to "the commit that
-    reached position P" lands one commit early."""
-    original = queries.timeline
-
-    def timeline(spark, path):
-        commits = original(spark, path)
-        shifted = [replace(c, max_source_position=n.max_source_position) for c, n in zip(commits, commits[1:])]
-        return shifted + commits[-1:]
-
-    patch.setattr(queries, "timeline", timeline)
-
-
 def offset_in_key(patch: pytest.MonkeyPatch) -> None:
     """The record key includes the Kafka offset (a key made "unique"): each change of a row lands as a row of its
     own, so silver holds the key several times."""
-    original = cdc_hudi_job.hudi_options
-
-    def options(config, spec, max_position, batch_id):
-        return original(config, spec, max_position, batch_id) | {
-            "hoodie.datasource.write.recordkey.field": ",".join([*spec.key, "_kafka_offset"])}
-
-    patch.setattr(cdc_hudi_job, "hudi_options", options)
+    _with_hudi_options(patch, **{"hoodie.datasource.write.recordkey.field":
+                                 lambda spec: ",".join([*spec.key, "_kafka_offset"])})
 
 
 def widened_integers(patch: pytest.MonkeyPatch) -> None:
     """Writes every integer column of the source as bigint (a cast to long "to be safe"): the values are right,
     the types are not."""
-    original = cdc_hudi_job.write_silver
-
-    def write_silver(spark, config, spec, changes, batch_id):
-        source = [f.name for f in changes.schema.fields if f.dataType.typeName() == "integer"
-                  and not f.name.startswith("_")]
-        widened = changes.select(*[F.col(c).cast("long").alias(c) if c in source else F.col(c)
-                                   for c in changes.columns])
-        return original(spark, config, spec, widened, batch_id)
-
-    patch.setattr(cdc_hudi_job, "write_silver", write_silver)
+    _transform_changes(patch, lambda changes, spec: _cast(changes, _source_columns(changes, "integer"), "long"))
 
 
 def insert_not_upsert(patch: pytest.MonkeyPatch) -> None:
     """Writes silver with Hudi's `insert` instead of `upsert` (no index lookup, no merge): a key changed again lands
     a second time."""
-    original = cdc_hudi_job.hudi_options
-
-    def options(config, spec, max_position, batch_id):
-        return original(config, spec, max_position, batch_id) | {"hoodie.datasource.write.operation": "insert"}
-
-    patch.setattr(cdc_hudi_job, "hudi_options", options)
+    _with_hudi_options(patch, **{"hoodie.datasource.write.operation": "insert"})
 
 
 def zone_shifted_times(patch: pytest.MonkeyPatch, zone: str = "America/New_York") -> None:
     """Reads the source's UTC timestamps and dates as if they were in a local zone (a session time zone left at
     the machine's): every timestamp moves by hours, and a date to the day before."""
-    original = cdc_hudi_job.write_silver
 
-    def write_silver(spark, config, spec, changes, batch_id):
-        kinds = {f.name: f.dataType.typeName() for f in changes.schema.fields if not f.name.startswith("_")}
-        shifted = changes.select(*[
-            F.from_utc_timestamp(c, zone).alias(c) if kinds.get(c) == "timestamp"
-            else F.to_date(F.from_utc_timestamp(F.col(c).cast("timestamp"), zone)).alias(c) if kinds.get(c) == "date"
+    def shifted(changes, spec):
+        times, dates = _source_columns(changes, "timestamp"), _source_columns(changes, "date")
+        return changes.select(*[
+            F.from_utc_timestamp(c, zone).alias(c) if c in times
+            else F.to_date(F.from_utc_timestamp(F.col(c).cast("timestamp"), zone)).alias(c) if c in dates
             else F.col(c) for c in changes.columns])
-        return original(spark, config, spec, shifted, batch_id)
 
-    patch.setattr(cdc_hudi_job, "write_silver", write_silver)
+    _transform_changes(patch, shifted)
+
+
+def money_as_double(patch: pytest.MonkeyPatch) -> None:
+    """Writes decimal columns as double (a cast "for the arithmetic downstream"): amounts lose their exact value
+    and the columns their decimal type."""
+    _transform_changes(patch, lambda changes, spec: _cast(changes, _source_columns(changes, "decimal"), "double"))
+
+
+def dropped_added_column(patch: pytest.MonkeyPatch) -> None:
+    """Writes a MariaDB table's silver in the columns the table was created with (a fixed column list for
+    binlog-sourced tables): a column a later migration adds never reaches silver."""
+
+    def created_columns(changes: DataFrame, spec: TableSpec) -> DataFrame:
+        if spec.position != "binlog":
+            return changes
+        created = set(get_table(spec.table).column_names)
+        return changes.select(*[c for c in changes.columns if c.startswith("_") or c in created])
+
+    _transform_changes(patch, created_columns)
+
+
+def empty_deletes(patch: pytest.MonkeyPatch) -> None:
+    """Writes a delete as its key, `__op` and `__deleted` alone (as if built from the Kafka key): the deleted row
+    loses the values its delete carried."""
+
+    def emptied(changes: DataFrame, spec: TableSpec) -> DataFrame:
+        values = [c for c in changes.columns if not c.startswith("_") and c not in spec.key]
+        return changes.select(*[F.when(F.col("__op") == "d", F.lit(None)).otherwise(F.col(c)).alias(c)
+                                if c in values else F.col(c) for c in changes.columns])
+
+    _transform_changes(patch, emptied)
+
+
+def registry_quarantine(patch: pytest.MonkeyPatch) -> None:
+    """Takes a registry that does not answer for one that does not know the schema: the batch's messages go to
+    the quarantine and the checkpoint moves past them, instead of the batch stopping until the registry is back."""
+
+    class QuarantiningSchemaCache(SchemaCache):
+        def get(self, global_id: int) -> str | None:
+            try:
+                return super().get(global_id)
+            except RegistryUnavailable:
+                return None
+
+    patch.setattr(cdc_hudi_job, "SchemaCache", QuarantiningSchemaCache)
+
+
+def _cast(changes: DataFrame, columns: set[str], type_name: str) -> DataFrame:
+    return changes.select(*[F.col(c).cast(type_name).alias(c) if c in columns else F.col(c) for c in changes.columns])
 
 
 VARIANTS = {"order-by-timestamp": order_by_timestamp, "drop-deletes": drop_deletes, "skip-table": skip_table,
-            "off-by-one-commit": off_by_one_commit, "offset-in-key": offset_in_key,
-            "widened-integers": widened_integers, "insert-not-upsert": insert_not_upsert,
-            "zone-shifted-times": zone_shifted_times}
+            "offset-in-key": offset_in_key, "widened-integers": widened_integers,
+            "insert-not-upsert": insert_not_upsert, "zone-shifted-times": zone_shifted_times,
+            "money-as-double": money_as_double, "dropped-added-column": dropped_added_column,
+            "empty-deletes": empty_deletes, "registry-quarantine": registry_quarantine}
 
 
 def break_job(name: str) -> pytest.MonkeyPatch:
@@ -142,16 +184,141 @@ def break_job(name: str) -> pytest.MonkeyPatch:
     return patch
 
 
-def failed_tests(junit: Path) -> list[str]:
-    failed = []
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
-            failed.append(f"{case.get('classname')}::{case.get('name')}")
-    return failed
+# --- judging a run -------------------------------------------------------------------------------------------
+VERDICTS = (OracleMismatch, NotOneBatch, SilverBehind)  # what the harness finds wrong in silver (and subclasses)
+PYTEST_EXITS = {2: "interrupted (Ctrl-C, or errors during collection)", 3: "internal error", 4: "usage error",
+                5: "no tests collected"}
+FIRST_NAME = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One test in one run: passed, skipped, caught (failed with a verdict), failed (otherwise) or error."""
+
+    status: str
+    detail: str = ""  # the failure's or error's first line
+
+
+@dataclass(frozen=True)
+class Judgement:
+    caught_by: tuple[str, ...] = ()
+    not_judged: str = ""  # why the run cannot tell whether the variant is caught
+
+
+def is_verdict(kind: str) -> bool:
+    """Whether an exception's qualified name (as a failure message starts) names one of the oracle's verdicts."""
+    module, _, name = kind.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), name, None) if module else None
+    except ImportError:
+        return False
+    return isinstance(found, type) and issubclass(found, VERDICTS)
+
+
+def outcomes(junit_xml: str) -> dict[str, Outcome]:
+    """Each test of a junit report (`classname::name`) with its outcome. An error (in setup, teardown or
+    collection) outweighs a failure: the test did not get to judge."""
+    results = {}
+    for case in ET.fromstring(junit_xml).iter("testcase"):
+        test = f"{case.get('classname')}::{case.get('name')}"
+        error, failure = case.find("error"), case.find("failure")
+        if error is not None:
+            results[test] = Outcome("error", _first_line(error.get("message", "")))
+        elif failure is not None:
+            message = _first_line(failure.get("message", ""))
+            kind = FIRST_NAME.match(message)
+            results[test] = Outcome("caught" if kind and is_verdict(kind.group(1)) else "failed", message)
+        else:
+            results[test] = Outcome("skipped" if case.find("skipped") is not None else "passed")
+    return results
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def run_problem(exit_code: int, junit_xml: str | None) -> str:
+    """Why a pytest run says nothing about its tests ("" when it does: exit code 0 or 1 and a junit report)."""
+    if exit_code not in (0, 1):
+        return f"pytest exited {exit_code}: {PYTEST_EXITS.get(exit_code, 'killed or crashed')}"
+    if not junit_xml:
+        return "pytest wrote no junit report"
+    return ""
+
+
+def judge(exit_code: int, junit_xml: str | None, baseline: dict[str, Outcome]) -> Judgement:
+    """Which tests caught the variant, counting only tests that passed with the unbroken job (`baseline`)."""
+    problem = run_problem(exit_code, junit_xml)
+    if problem:
+        return Judgement(not_judged=problem)
+    results = outcomes(junit_xml)
+    judging = {test: result for test, result in results.items() if test in baseline
+               and baseline[test].status == "passed"}
+    caught = tuple(test for test, result in judging.items() if result.status == "caught")
+    if caught:
+        return Judgement(caught_by=caught)
+    others = [test for test, result in results.items() if result.status == "caught" and test not in judging]
+    if others:
+        return Judgement(not_judged=f"caught only by tests that fail with the unbroken job: "
+                                    f"{', '.join(map(short_name, others))}")
+    unjudged = [(test, result) for test, result in judging.items() if result.status in ("failed", "error")]
+    if unjudged:
+        test, result = unjudged[0]
+        return Judgement(not_judged=f"{len(unjudged)} test(s) failed for another reason, e.g. {short_name(test)} "
+                                    f"({result.status}: {result.detail[:160]})")
+    if not judging:
+        return Judgement(not_judged="no test passed with the unbroken job")
+    return Judgement()
+
+
+def short_name(test: str) -> str:
+    """A scenario file's stem, or a test function's name with its parameters."""
+    module, _, name = test.partition("::")
+    if module.endswith((".yaml", ".yml")):
+        return module.rsplit(".", 2)[-2]
+    return name
+
+
+def verdict_line(variant: str, judgement: Judgement) -> str:
+    if judgement.caught_by:
+        return f"{variant}: caught by {', '.join(map(short_name, judgement.caught_by))}"
+    if judgement.not_judged:
+        return f"{variant}: not judged ({judgement.not_judged})"
+    return f"{variant}: NOT CAUGHT"
+
+
+def matrix(judgements: dict[str, Judgement]) -> list[str]:
+    """Variants by the tests that caught any of them (numbered, named below the table): `x` where a test caught a
+    variant, `?` across a variant the run could not judge."""
+    tests = list(dict.fromkeys(test for j in judgements.values() for test in j.caught_by))
+    width = max(map(len, judgements), default=0)
+    header = " " * width + "".join(f"{n:>4}" for n in range(1, len(tests) + 1))
+    rows = [variant.ljust(width) + "".join(
+        f"{'?' if j.not_judged else 'x' if test in j.caught_by else '.':>4}" for test in tests)
+        for variant, j in judgements.items()]
+    return [header, *rows, *[f"{n:>4}  {short_name(test)}" for n, test in enumerate(tests, 1)]]
+
+
+# --- running the suites --------------------------------------------------------------------------------------
+def run_suites(variant: str | None, suites: list[str]) -> tuple[int, str | None, float]:
+    """pytest over the suites with the variant (None: the unbroken job): exit code, junit report, seconds."""
+    name = variant or "unbroken"
+    junit, log = REPORTS / f"{name}.xml", REPORTS / f"{name}.log"
+    junit.unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "SANDBOX_BROKEN_JOB"} | (
+        {"SANDBOX_BROKEN_JOB": variant} if variant else {})
+    started = time.monotonic()
+    with open(log, "w") as output:
+        code = subprocess.run([sys.executable, "-m", "pytest", *suites, "-q", "-p", "no:cacheprovider",
+                               "--oracle-timeout", "120", f"--junitxml={junit}",
+                               f"--sandbox-summary={REPORTS / name}.txt"],
+                              env=env, stdout=output, stderr=subprocess.STDOUT).returncode
+    return code, junit.read_text() if junit.exists() else None, time.monotonic() - started
 
 
 def main(argv: list[str]) -> int:
-    """Run the suites once per variant; print which tests caught it; fail if a variant went uncaught."""
+    """Run the suites with the unbroken job, then once per variant; print the matrix and one line per variant; fail
+    unless every variant is caught."""
     parser = argparse.ArgumentParser(description="Run the suites against each broken variant of the job.")
     parser.add_argument("variants", nargs="*", help=f"default: all of {', '.join(VARIANTS)}")
     parser.add_argument("--suite", action="append", help=f"test paths (repeatable; default: {' '.join(SUITES)})")
@@ -159,28 +326,38 @@ def main(argv: list[str]) -> int:
     for name in args.variants:
         if name not in VARIANTS:
             parser.error(f"no variant {name!r}; choose from {', '.join(VARIANTS)}")
-    reports = Path("reports/broken-variants")
-    reports.mkdir(parents=True, exist_ok=True)
-    uncaught = []
-    for name in args.variants or list(VARIANTS):
-        junit = reports / f"{name}.xml"
-        print(f"--- {name}: {VARIANTS[name].__doc__.strip().splitlines()[0]}", flush=True)
-        started = time.monotonic()
-        subprocess.run([sys.executable, "-m", "pytest", *(args.suite or SUITES), "-q", "-p", "no:cacheprovider",
-                        "--oracle-timeout", "120", f"--junitxml={junit}", f"--sandbox-summary={reports / name}.txt"],
-                       env={**os.environ, "SANDBOX_BROKEN_JOB": name}, stdout=subprocess.DEVNULL)
-        caught = failed_tests(junit)
-        print(f"{name}: caught by {len(caught)} of {count_tests(junit)} tests in {time.monotonic() - started:.0f} s"
-              + "".join(f"\n    {t}" for t in caught), flush=True)
-        if not caught:
-            uncaught.append(name)
-    if uncaught:
-        print(f"NOT caught: {', '.join(uncaught)}")
-    return 1 if uncaught else 0
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    suites, variants = args.suite or SUITES, args.variants or list(VARIANTS)
+    baseline = run_baseline(suites)
+    judgements = {}
+    for name in variants:
+        if baseline is None:
+            judgements[name] = Judgement(not_judged="the suites did not run with the unbroken job")
+            continue
+        print(f"--- {name}: {VARIANTS[name].__doc__.split('.')[0].strip()}", flush=True)
+        code, junit, seconds = run_suites(name, suites)
+        judgements[name] = judge(code, junit, baseline)
+        print(f"    {seconds:.0f} s; {verdict_line(name, judgements[name])}", flush=True)
+    report = [*matrix(judgements), "", *(verdict_line(name, j) for name, j in judgements.items())]
+    (REPORTS / "matrix.txt").write_text("\n".join(report) + "\n")
+    print("\n" + "\n".join(report))
+    return 0 if all(j.caught_by for j in judgements.values()) else 1
 
 
-def count_tests(junit: Path) -> int:
-    return sum(1 for _ in ET.parse(junit).getroot().iter("testcase"))
+def run_baseline(suites: list[str]) -> dict[str, Outcome] | None:
+    """The unbroken job's outcomes (None if its run says nothing); prints the tests that cannot judge."""
+    print("--- the unbroken job", flush=True)
+    code, junit, seconds = run_suites(None, suites)
+    problem = run_problem(code, junit)
+    if problem:
+        print(f"    {seconds:.0f} s; not judged: {problem}", flush=True)
+        return None
+    baseline = outcomes(junit)
+    failing = {test: result for test, result in baseline.items() if result.status not in ("passed", "skipped")}
+    print(f"    {seconds:.0f} s; {len(baseline) - len(failing)} of {len(baseline)} tests can judge", flush=True)
+    for test, result in failing.items():
+        print(f"    cannot judge (fails with the unbroken job): {short_name(test)}: {result.detail}", flush=True)
+    return baseline
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ from sandbox import tickit
 from sandbox.changes import ChangeReader, typed_row
 from sandbox.config import Settings
 from sandbox.connectors import ConnectClient, connector_states
-from sandbox.mssql import event_position, lsn_to_int
 from sandbox.mutations import Mutator
+from sandbox.positions import mssql_event_position, mssql_lsn_to_int
 from sandbox.registry import RegistryClient
 from sandbox.services.sqlserver import SqlServer
 from tickit_data import get_table
@@ -79,8 +79,8 @@ def test_changes_reach_kafka_within_their_journaled_lsns(mssql_settings, user_re
         event = reader.wait_for(lambda e, c=change, o=op: e.value is not None and c.produced_by(e.value, e.key, o),
                                 EVENT_TIMEOUT, f"{op!r} of journal entry {change.seq}")
         events.append(event.value)
-    assert lsn_to_int(events[0]["__commit_lsn"]) < lsn_to_int(events[1]["__commit_lsn"])
-    positions = [event_position(e["__commit_lsn"], e["__change_lsn"], e["__event_serial_no"]) for e in events]
+    assert mssql_lsn_to_int(events[0]["__commit_lsn"]) < mssql_lsn_to_int(events[1]["__commit_lsn"])
+    positions = [mssql_event_position(e["__commit_lsn"], e["__change_lsn"], e["__event_serial_no"]) for e in events]
     assert positions == sorted(positions)
     row = typed_row(reader.events[-1], registry)
     assert row["city"] == "Sandbox City" and row["userid"] == values["userid"] and row["__op"] == "u"

@@ -12,7 +12,8 @@ from decimal import Decimal
 import pytest
 
 from sandbox import tickit
-from sandbox.oracle import NotOneBatch, position_floor
+from sandbox.oracle import NotOneBatch
+from sandbox.positions import position_floor
 from tickit_data.generator import table_checksum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -1,9 +1,12 @@
-"""The job's silver layout (Hudi's bucket index): a table an earlier version wrote without buckets is recognised by
-its file names, so the job refuses it and the harness rebuilds its baseline instead of upserting into it."""
+"""The job's silver layout (Hudi's bucket index, the type of `_source_position`): a table an earlier version wrote
+without buckets is recognised by its file names, so the job refuses it; a baseline written without buckets or under
+another position layout (the marker beside it) is rebuilt by the harness instead of copied."""
 
 from __future__ import annotations
 
+from sandbox.lake_branch import layout_is_current
 from spark_jobs.cdc_hudi_job import hudi_options, written_with_buckets
+from spark_jobs.decode import POSITION_LAYOUT
 from spark_jobs.job_config import JobConfig, TableSpec
 
 BUCKETED_BASE = "00000000-7dfb-499b-83a5-d37dd9bb5a47-0_0-93-504_20261123211010476.parquet"
@@ -30,3 +33,18 @@ def test_the_job_writes_with_the_bucket_index_and_the_configured_count():
     options = hudi_options(config, config.tables[0], 1, 0)
     assert options["hoodie.index.type"] == "BUCKET"
     assert options["hoodie.bucket.index.num.buckets"] == "3"
+
+
+SILVER = "_baseline/silver/sale"
+
+
+def test_an_empty_baseline_is_current():
+    assert layout_is_current([], None, 1)
+
+
+def test_a_baseline_is_current_only_under_the_jobs_position_layout():
+    keys = [f"{SILVER}/.hoodie/hoodie.properties", f"{SILVER}/{BUCKETED_BASE}"]
+    assert layout_is_current(keys, str(POSITION_LAYOUT), 1)
+    assert not layout_is_current(keys, None, 1), "written before the marker: binlog positions as a long"
+    assert not layout_is_current(keys, str(POSITION_LAYOUT - 1), 1)
+    assert not layout_is_current([f"{SILVER}/{SIMPLE_BASE}"], str(POSITION_LAYOUT), 1), "written without buckets"

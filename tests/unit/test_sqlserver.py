@@ -1,12 +1,9 @@
-"""SQL Server: the CDC set-up script and the connector generated from the topology, the DSN, LSN positions."""
+"""SQL Server: the CDC set-up script and the connector generated from the topology, the DSN (its LSN positions:
+test_positions.py)."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +11,7 @@ from sandbox import job
 from sandbox.config import TOPOLOGY_FILE, Settings, load_topology
 from sandbox.connectors import connector_config
 from sandbox.errors import SandboxError
-from sandbox.mssql import (INIT_SCRIPT_FILE, event_position, init_script, lsn_to_int, parse_dsn, split_batches,
-                           substitute_variables)
-from sandbox.mutations import position_in
+from sandbox.mssql import INIT_SCRIPT_FILE, init_script, parse_dsn, split_batches, substitute_variables
 from tickit_data import get_table
 
 DSN = "mssql://cdc%40admin:p%40ss%3Aword-1A@sql.example:14330/tickit"
@@ -144,53 +139,3 @@ def test_sql_server_topics_are_routed_to_the_topology_names(dsn_settings):
 def test_the_job_orders_sql_server_changes_by_their_lsns(dsn_settings):
     spec = job.job_config(dsn_settings).spec("user")
     assert (spec.topic, spec.position) == ("tickit.crm.user", "sqlserver")
-
-
-def test_lsns_read_the_same_in_debeziums_and_the_servers_notation():
-    assert lsn_to_int("0000002b:00000158:0001") == lsn_to_int("43000000034400001")
-    ordered = ["0000002b:00000158:0001", "0000002b:00000158:0002", "0000002b:00000159:0000", "0000002c:00000001:0001"]
-    assert [lsn_to_int(lsn) for lsn in ordered] == sorted(lsn_to_int(lsn) for lsn in ordered)
-
-
-def test_event_positions_order_by_commit_then_change_then_serial():
-    events = [
-        ("0000002b:00000158:0010", "0000002b:00000150:0002", 1),
-        ("0000002b:00000158:0010", "0000002b:00000150:0002", 2),
-        ("0000002b:00000158:0010", "0000002b:00000157:0001", 1),
-        ("0000002b:00000160:0004", "0000002b:00000100:0001", 1),  # a later commit, an earlier change
-        ("0000002c:00000001:0002", "0000002c:00000001:0001", 0),
-    ]
-    positions = [event_position(*event) for event in events]
-    assert positions == sorted(positions) and len(set(positions)) == len(positions)
-    assert max(positions) < 10**38  # fits Spark's decimal(38,0)
-
-
-def test_a_journal_position_covers_the_commit_lsn_of_its_event():
-    position = {"commit_lsn_from": lsn_to_int("0000002b:00000158:0001"),
-                "commit_lsn_to": lsn_to_int("0000002b:00000160:0001")}
-    assert position_in(position, {"__commit_lsn": "0000002b:00000159:0003"})
-    assert not position_in(position, {"__commit_lsn": "0000002b:00000160:0002"})
-
-
-SPARK_FOLD = """
-import json, sys
-from pyspark.sql import SparkSession, functions as F
-from spark_jobs.decode import source_position
-spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-frame = spark.createDataFrame(json.load(sys.stdin), "__commit_lsn string, __change_lsn string, __event_serial_no long")
-rows = source_position(frame, "sqlserver").select(F.col("_source_position").cast("string")).collect()
-print(json.dumps([row[0] for row in rows]))
-spark.stop()
-"""
-
-
-def test_spark_folds_positions_exactly_as_python():
-    # In a process of its own: PySpark fixes the JVM's classpath at the first session, and the end-to-end
-    # suites in this process need one started with the job's jars.
-    events = [["0000002b:00000158:0010", "0000002b:00000150:0002", 2],
-              ["00ffffff:00fffff0:ffff", "00ffffff:00ffff00:0001", 1],
-              ["0000002c:00000001:0002", None, None]]
-    folded = subprocess.run([sys.executable, "-c", SPARK_FOLD], input=json.dumps(events), capture_output=True,
-                            text=True, cwd=Path(__file__).parents[2])
-    assert folded.returncode == 0, folded.stderr
-    assert [int(value) for value in json.loads(folded.stdout)] == [event_position(*event) for event in events]
