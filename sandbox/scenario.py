@@ -6,22 +6,30 @@ README ("Scenario files"). A malformed file fails with its path, the line and th
 from __future__ import annotations
 
 import datetime as dt
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
 import yaml
+from pyspark.errors import StreamingQueryException
 
+from sandbox.changes import ChangeReader
 from sandbox.errors import SandboxError
 from sandbox.mutations import LOGICAL_TYPES, Mutator
-from sandbox.oracle import Oracle
+from sandbox.oracle import Oracle, OracleMismatch
 from tickit_data.schema import DECIMAL, TABLES, get_table
 
 TOP_LEVEL = {"name", "description", "tables", "job", "given", "steps"}
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits"}
 CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column"}
-STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock"}
+STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
+                             "registry_outage"}
 TABLE_NAMES = {t.name for t in TABLES}
+
+
+class ExpectationUnmet(OracleMismatch):
+    """Silver does not show what a scenario's check expects."""
 
 
 class ScenarioError(SandboxError):
@@ -144,6 +152,7 @@ class _Validator:
         if not isinstance(raw["steps"], list) or not raw["steps"]:
             self.fail(raw, "steps must be a non-empty list", "steps")
         steps = [self.step(step, tables) for step in raw["steps"]]
+        self.outages_have_a_batch(steps, bool(job.get("continuous")))
         labels = [s.args["label"] for s in steps if s.kind == "check"]
         return Scenario(self.path, str(raw["name"]), str(raw.get("description", "")).strip(), list(tables),
                         dict(job), {t: list(r) for t, r in given.items()}, steps, labels)
@@ -193,6 +202,21 @@ class _Validator:
                 self.fail(raw, "source_clock is a timestamp (2008-01-01 00:00:00) or null", kind)
             return Step(kind, {"at": args}, line)
         return Step(kind, {}, line)
+
+    def outages_have_a_batch(self, steps: list[Step], continuous: bool) -> None:
+        """A registry outage runs the job once over the changes made since the previous check: the job must run a
+        batch at a time, not be paused, and have changes to read."""
+        paused, changed = False, False
+        for step in steps:
+            if step.kind == "registry_outage":
+                reason = ("the job runs continuously" if continuous else "the job is paused" if paused
+                          else "no change since the previous check" if not changed else "")
+                if reason:
+                    raise ScenarioError(self.path, step.line, "registry_outage runs the job once over the changes "
+                                                              f"since the previous check, but {reason}")
+            paused = {"pause": True, "resume": False}.get(step.kind, paused)
+            evented = step.kind == "transaction" or step.kind in CHANGE_KINDS - {"add_column"}  # DDL has no event
+            changed = evented or (changed and step.kind != "check")
 
     def change(self, kind: str, args, tables: list[str], where) -> dict:
         if not isinstance(args, dict) or "table" not in args:
@@ -312,6 +336,8 @@ def _play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
         pipeline.run_once()
     elif step.kind == "restart":
         pipeline.restart()
+    elif step.kind == "registry_outage":
+        _registry_outage(pipeline, mutator, oracle)
     elif step.kind == "check":
         recorded = oracle.round(step.args["label"])
         # a table without changes since the last check is expected to hold at its latest recorded commit
@@ -319,6 +345,37 @@ def _play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
         _expect(step, oracle, entries, time_travel=False)
         return entries
     return None
+
+
+def _registry_outage(pipeline, mutator: Mutator, oracle: Oracle) -> None:
+    """Once Debezium has delivered the changes made since the last check, run the job once while the registry
+    does not answer. A correct job stops that batch (RegistryUnavailable) without committing its offsets, and the
+    next check's run lands it; a job that sets the batch aside and moves on leaves silver behind the source."""
+    _wait_delivered(mutator, oracle)
+    try:
+        summaries = pipeline.run_once_without_registry()
+    except StreamingQueryException as exc:
+        if "RegistryUnavailable" in str(exc):
+            return
+        raise
+    if not any(summary.get("events") for summary in summaries):
+        raise SandboxError("the job's run in the registry outage read no change, so it tested nothing",
+                           "see the Kafka topics of the scenario's tables")
+
+
+def _wait_delivered(mutator: Mutator, oracle: Oracle) -> None:
+    """Wait until each table's latest change since the oracle's last round is in Kafka (a topic holds a table's
+    changes in source order, so the earlier ones are there too)."""
+    latest = {c.table: c for c in mutator.journal.entries()
+              if c.seq >= oracle.next_seq and c.table in oracle.shapes and c.debezium_ops}
+    deadline = time.monotonic() + oracle.timeout
+    for table, change in latest.items():
+        topic = oracle.pipeline.config.spec(table).topic
+        with ChangeReader(oracle.settings.endpoint("kafka").address, topic, oracle.registry,
+                          from_offsets=oracle.kafka_floor.get(topic)) as reader:
+            op = change.debezium_ops[-1]
+            reader.wait_for(lambda e: e.value is not None and change.produced_by(e.value, e.key, op),
+                            max(1.0, deadline - time.monotonic()), f"{op!r} of journal entry {change.seq}")
 
 
 def _change(mutator: Mutator, kind: str, args: dict) -> None:
@@ -357,8 +414,8 @@ def _expect(step: Step, oracle: Oracle, entries: dict, time_travel: bool) -> Non
             rows = reader.as_of(entry.shape, entry.commit) if time_travel else reader.snapshot(entry.shape)
             problems = _unmet(entry.shape, spec, rows, oracle.pipeline.config.hard_deletes)
             if problems:
-                raise AssertionError(f"line {step.line}, check {label!r}, {table} ({reader.name}, {how}):\n"
-                                     + "\n".join(problems))
+                raise ExpectationUnmet(f"line {step.line}, check {label!r}, {table} ({reader.name}, {how}):\n"
+                                       + "\n".join(problems))
 
 
 def _unmet(shape, spec: dict, rows: dict, hard_deletes: bool = False) -> list[str]:

@@ -24,6 +24,8 @@ steps:
   - check: end
 """
 
+OUTAGE = GOOD.replace("  - check: end\n", "  - registry_outage:\n  - check: end\n")
+
 
 def test_at_least_five_scenarios_ship_and_all_load():
     assert len(SHIPPED) >= 5
@@ -39,6 +41,12 @@ def test_a_valid_scenario_becomes_steps_with_their_lines(tmp_path):
     assert spec.labels == ["start", "end"]
 
 
+def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
+    path = tmp_path / "outage.yaml"
+    path.write_text(OUTAGE)
+    assert [(s.kind, s.line) for s in scenario.load(path).steps][-2:] == [("registry_outage", 6), ("check", 7)]
+
+
 @pytest.mark.parametrize("text, line, reason", [
     (GOOD.replace("update: {table: category, key: {catid: 1}, set:", "update: {table: category, key: {catid: 1}, values:"),
      5, "update takes key, set, table, not 'values'"),
@@ -52,6 +60,12 @@ def test_a_valid_scenario_becomes_steps_with_their_lines(tmp_path):
     (GOOD + "tables: [venue]\n", 7, "duplicate key 'tables'"),
     (GOOD.replace("- check: start", "- transaction: {update: 1}"), 4, "a transaction is a list of changes"),
     (GOOD.replace("- check: start", "- source_clock: yesterday"), 4, "source_clock is a timestamp"),
+    (GOOD.replace("  - check: start\n", "  - check: start\n  - registry_outage:\n"), 5,
+     "registry_outage runs the job once over the changes since the previous check, but no change since"),
+    (OUTAGE.replace("update: {table: category, key: {catid: 1}, set: {catdesc: x}}",
+                    "add_column: {table: category, column: note, type: text}"), 6, "but no change since"),
+    (OUTAGE.replace("steps:", "job: {continuous: true}\nsteps:"), 7, "but the job runs continuously"),
+    (OUTAGE.replace("  - update:", "  - pause:\n  - update:"), 7, "but the job is paused"),
 ])
 def test_a_malformed_scenario_names_file_line_and_reason(tmp_path, text, line, reason):
     path = tmp_path / "broken.yaml"
