@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, Window, functions as F
 from sandbox.oracle import NotOneBatch, OracleMismatch
 from sandbox.pipeline import SilverBehind
 from spark_jobs import cdc_hudi_job
-from spark_jobs.decode import RegistryUnavailable, SchemaCache
+from spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
 from spark_jobs.job_config import TableSpec
 from tickit_data.schema import get_table
 
@@ -45,12 +45,15 @@ def _transform_changes(patch: pytest.MonkeyPatch, transform) -> None:
     patch.setattr(cdc_hudi_job, "write_silver", write_silver)
 
 
-def _source_columns(changes: DataFrame, type_name: str) -> set[str]:
-    """The changes' source columns (not the job's `_` and Debezium's `__` fields) of one Spark type."""
-    return {f.name for f in changes.schema.fields if f.dataType.typeName() == type_name and not f.name.startswith("_")}
+def _source_columns(changes: DataFrame, type_name: str | None = None) -> list[str]:
+    """The changes' source columns (not Kafka's, the job's `_` or Debezium's `__` fields), of one Spark type if
+    given."""
+    return [f.name for f in changes.schema.fields if not f.name.startswith("_") and f.name not in KAFKA_COLUMNS
+            and type_name in (None, f.dataType.typeName())]
 
 
-def _with_hudi_options(patch: pytest.MonkeyPatch, **changed: str) -> None:
+def _with_hudi_options(patch: pytest.MonkeyPatch, **changed) -> None:
+    """Override Hudi write options: each value a string, or a function of the table's spec giving one."""
     original = cdc_hudi_job.hudi_options
 
     def options(config, spec, max_position, batch_id):
@@ -133,8 +136,8 @@ def dropped_added_column(patch: pytest.MonkeyPatch) -> None:
     def created_columns(changes: DataFrame, spec: TableSpec) -> DataFrame:
         if spec.position != "binlog":
             return changes
-        created = set(get_table(spec.table).column_names)
-        return changes.select(*[c for c in changes.columns if c.startswith("_") or c in created])
+        created = get_table(spec.table).column_names
+        return changes.drop(*[c for c in _source_columns(changes) if c not in created])
 
     _transform_changes(patch, created_columns)
 
@@ -144,7 +147,7 @@ def empty_deletes(patch: pytest.MonkeyPatch) -> None:
     loses the values its delete carried."""
 
     def emptied(changes: DataFrame, spec: TableSpec) -> DataFrame:
-        values = [c for c in changes.columns if not c.startswith("_") and c not in spec.key]
+        values = [c for c in _source_columns(changes) if c not in spec.key]
         return changes.select(*[F.when(F.col("__op") == "d", F.lit(None)).otherwise(F.col(c)).alias(c)
                                 if c in values else F.col(c) for c in changes.columns])
 
@@ -165,7 +168,7 @@ def registry_quarantine(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(cdc_hudi_job, "SchemaCache", QuarantiningSchemaCache)
 
 
-def _cast(changes: DataFrame, columns: set[str], type_name: str) -> DataFrame:
+def _cast(changes: DataFrame, columns: list[str], type_name: str) -> DataFrame:
     return changes.select(*[F.col(c).cast(type_name).alias(c) if c in columns else F.col(c) for c in changes.columns])
 
 
@@ -291,6 +294,8 @@ def matrix(judgements: dict[str, Judgement]) -> list[str]:
     """Variants by the tests that caught any of them (numbered, named below the table): `x` where a test caught a
     variant, `?` across a variant the run could not judge."""
     tests = list(dict.fromkeys(test for j in judgements.values() for test in j.caught_by))
+    if not tests:
+        return ["(no test caught any variant)"]
     width = max(map(len, judgements), default=0)
     header = " " * width + "".join(f"{n:>4}" for n in range(1, len(tests) + 1))
     rows = [variant.ljust(width) + "".join(
@@ -301,11 +306,12 @@ def matrix(judgements: dict[str, Judgement]) -> list[str]:
 
 # --- running the suites --------------------------------------------------------------------------------------
 def run_suites(variant: str | None, suites: list[str]) -> tuple[int, str | None, float]:
-    """pytest over the suites with the variant (None: the unbroken job): exit code, junit report, seconds."""
+    """pytest over the suites with the variant (None: the unbroken job): exit code, junit report, seconds. Every run
+    writes its lakes from the first change on, as a broken job's must be (no branches of the shared baseline)."""
     name = variant or "unbroken"
     junit, log = REPORTS / f"{name}.xml", REPORTS / f"{name}.log"
     junit.unlink(missing_ok=True)
-    env = {k: v for k, v in os.environ.items() if k != "SANDBOX_BROKEN_JOB"} | (
+    env = {k: v for k, v in os.environ.items() if k != "SANDBOX_BROKEN_JOB"} | {"SANDBOX_BRANCH_LAKES": "0"} | (
         {"SANDBOX_BROKEN_JOB": variant} if variant else {})
     started = time.monotonic()
     with open(log, "w") as output:
@@ -328,13 +334,13 @@ def main(argv: list[str]) -> int:
             parser.error(f"no variant {name!r}; choose from {', '.join(VARIANTS)}")
     REPORTS.mkdir(parents=True, exist_ok=True)
     suites, variants = args.suite or SUITES, args.variants or list(VARIANTS)
-    baseline = run_baseline(suites)
+    baseline, problem = run_baseline(suites)
     judgements = {}
     for name in variants:
-        if baseline is None:
-            judgements[name] = Judgement(not_judged="the suites did not run with the unbroken job")
+        if problem:
+            judgements[name] = Judgement(not_judged=f"the unbroken job's run: {problem}")
             continue
-        print(f"--- {name}: {VARIANTS[name].__doc__.split('.')[0].strip()}", flush=True)
+        print(f"--- {name}: {' '.join(VARIANTS[name].__doc__.split())}", flush=True)
         code, junit, seconds = run_suites(name, suites)
         judgements[name] = judge(code, junit, baseline)
         print(f"    {seconds:.0f} s; {verdict_line(name, judgements[name])}", flush=True)
@@ -344,20 +350,20 @@ def main(argv: list[str]) -> int:
     return 0 if all(j.caught_by for j in judgements.values()) else 1
 
 
-def run_baseline(suites: list[str]) -> dict[str, Outcome] | None:
-    """The unbroken job's outcomes (None if its run says nothing); prints the tests that cannot judge."""
+def run_baseline(suites: list[str]) -> tuple[dict[str, Outcome], str]:
+    """The unbroken job's outcomes, or why its run says nothing; prints the tests that cannot judge."""
     print("--- the unbroken job", flush=True)
     code, junit, seconds = run_suites(None, suites)
     problem = run_problem(code, junit)
     if problem:
-        print(f"    {seconds:.0f} s; not judged: {problem}", flush=True)
-        return None
+        print(f"    {seconds:.0f} s; {problem}", flush=True)
+        return {}, problem
     baseline = outcomes(junit)
     failing = {test: result for test, result in baseline.items() if result.status not in ("passed", "skipped")}
     print(f"    {seconds:.0f} s; {len(baseline) - len(failing)} of {len(baseline)} tests can judge", flush=True)
     for test, result in failing.items():
         print(f"    cannot judge (fails with the unbroken job): {short_name(test)}: {result.detail}", flush=True)
-    return baseline
+    return baseline, ""
 
 
 if __name__ == "__main__":

@@ -1,0 +1,99 @@
+"""Judging a broken variant's run (tests/broken_variants.py): a test catches a variant only by failing with one of
+the oracle's verdicts, having passed with the unbroken job; an error of the harness or a run pytest did not finish
+judges nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandbox.scenario import ExpectationUnmet
+from tests.broken_variants import Judgement, is_verdict, judge, matrix, outcomes, verdict_line
+
+JUNIT = Path(__file__).parent / "fixtures" / "junit"
+SCENARIO = "fixtures.scenarios.binlog-column-added.yaml::a decimal column is added to a MariaDB table"
+
+
+def junit(name: str) -> str:
+    return (JUNIT / f"{name}.xml").read_text()
+
+
+@pytest.fixture
+def baseline():
+    return outcomes(junit("passed"))
+
+
+def test_a_failure_with_an_oracle_verdict_is_a_catch(baseline):
+    judgement = judge(1, junit("oracle_failure"), baseline)
+    assert judgement == Judgement(caught_by=(SCENARIO,))
+    assert verdict_line("money-as-double", judgement) == "money-as-double: caught by binlog-column-added"
+
+
+def test_a_run_where_every_test_passes_is_not_caught(baseline):
+    judgement = judge(0, junit("passed"), baseline)
+    assert judgement == Judgement()
+    assert verdict_line("money-as-double", judgement) == "money-as-double: NOT CAUGHT"
+
+
+@pytest.mark.parametrize("report, reason", [
+    ("setup_error", "1 test(s) failed for another reason, e.g. binlog-column-added (error: failed on setup with "
+                    "\"sandbox.errors.SandboxError: the baseline lake could not catch up"),
+    ("sandbox_down", "2 test(s) failed for another reason"),
+    ("timeout", "(failed: sandbox.scenario.ScenarioError: fixtures/scenarios/binlog-column-added.yaml:12: check "
+                "failed: timed out after 120 s"),
+], ids=["setup error", "sandbox down", "time-out"])
+def test_an_error_of_the_harness_is_not_judged(baseline, report, reason):
+    judgement = judge(1, junit(report), baseline)
+    assert not judgement.caught_by
+    assert reason in judgement.not_judged
+    assert verdict_line("v", judgement).startswith("v: not judged (")
+
+
+def test_a_run_pytest_did_not_finish_is_not_judged_whatever_its_report_says(baseline):
+    assert judge(2, junit("collection_error"), baseline).not_judged == \
+        "pytest exited 2: interrupted (Ctrl-C, or errors during collection)"
+    assert judge(2, junit("oracle_failure"), baseline).not_judged.startswith("pytest exited 2")
+    assert judge(1, None, baseline).not_judged == "pytest wrote no junit report"
+    assert judge(-9, None, baseline).not_judged == "pytest exited -9: killed or crashed"
+
+
+def test_a_test_that_fails_with_the_unbroken_job_cannot_catch():
+    baseline = outcomes(junit("oracle_failure"))
+    judgement = judge(1, junit("oracle_failure"), baseline)
+    assert judgement.not_judged == "caught only by tests that fail with the unbroken job: binlog-column-added"
+
+
+def test_outcomes_tell_verdicts_from_other_failures_and_errors():
+    assert {test: o.status for test, o in outcomes(junit("oracle_failure")).items()} == {
+        SCENARIO: "caught", "tests.e2e.test_oracle_suites::test_rounds_of_changes": "passed",
+        "tests.e2e.test_mssql::test_capture": "skipped"}
+    assert outcomes(junit("timeout"))[SCENARIO].status == "failed"
+    assert outcomes(junit("sandbox_down"))[SCENARIO].status == "error"
+
+
+@pytest.mark.parametrize("kind, verdict", [
+    ("sandbox.oracle.OracleMismatch", True), ("sandbox.oracle.WrongTypes", True), ("sandbox.oracle.NotOneBatch", True),
+    ("sandbox.pipeline.SilverBehind", True), (f"sandbox.scenario.{ExpectationUnmet.__name__}", True),
+    ("AssertionError", False), ("Failed", False), ("sandbox.errors.SandboxError", False),
+    ("pyspark.errors.exceptions.captured.StreamingQueryException", False), ("no.such.module.Error", False),
+])
+def test_only_the_oracles_findings_are_verdicts(kind, verdict):
+    assert is_verdict(kind) is verdict
+
+
+def test_the_matrix_marks_each_catch_and_numbers_the_catching_tests():
+    judgements = {"drop-deletes": Judgement(caught_by=("a.b.delete-then-reinsert.yaml::x", "t::test_rounds")),
+                  "skip-table": Judgement(caught_by=("a.b.delete-then-reinsert.yaml::x",)),
+                  "money-as-double": Judgement(),
+                  "registry-quarantine": Judgement(not_judged="pytest exited 2")}
+    assert matrix(judgements) == [
+        "                      1   2",
+        "drop-deletes          x   x",
+        "skip-table            x   .",
+        "money-as-double       .   .",
+        "registry-quarantine   ?   ?",
+        "   1  delete-then-reinsert",
+        "   2  test_rounds",
+    ]
+    assert matrix({"money-as-double": Judgement()}) == ["(no test caught any variant)"]
