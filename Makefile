@@ -37,7 +37,8 @@ check: venv
 	$(BIN)/sandbox up
 	$(BIN)/python -m pytest tests/unit tests/e2e/test_smoke.py --durations=10 $(PYTEST_ARGS)
 
-# Every oracle suite and scenario against each deliberately broken job: which tests catch which bug.
+# The scenarios with the unbroken job, then with each deliberately broken one: which tests catch which bug
+# (fails unless every variant is caught).
 broken-variants: venv
 	$(BIN)/sandbox up
 	$(BIN)/python -m tests.broken_variants
