@@ -163,13 +163,22 @@ class Oracle:
         """Wait until Debezium has delivered every change made while paused, then let the job go on (a job run a
         batch at a time runs once now). The next round asserts that each table's first new commit holds all of
         its paused changes (`NotOneBatch` otherwise)."""
-        changes = [c for c in self.mutator.journal.entries() if c.seq >= self._paused_from]
-        targets = {c.table: position_floor(c) for c in changes if c.table in self.shapes and c.debezium_ops}
-        self._locate(changes, targets, time.monotonic() + self.timeout)
+        targets = self._wait_delivered(self._paused_from)
         self.pipeline.resume()
         if self.pipeline.query is None and self.pipeline.drives_job:
             self.pipeline.run_once()
         self._resumed |= {table: (self._paused_after.get(table), target) for table, target in targets.items()}
+
+    def wait_delivered(self) -> None:
+        """Wait until Debezium has delivered every change journaled since the last round (each tracked table's last
+        one is found in Kafka; a topic holds a table's changes in source order, so the earlier ones are there too)."""
+        self._wait_delivered(self.next_seq)
+
+    def _wait_delivered(self, since_seq: int) -> dict[str, int]:
+        changes = [c for c in self.mutator.journal.entries() if c.seq >= since_seq]
+        targets = {c.table: position_floor(c) for c in changes if c.table in self.shapes and c.debezium_ops}
+        self._locate(changes, targets, time.monotonic() + self.timeout)
+        return targets
 
     def _last_instant(self, table: str) -> str | None:
         commits = self.pipeline.timeline(table)

@@ -6,7 +6,6 @@ README ("Scenario files"). A malformed file fails with its path, the line and th
 from __future__ import annotations
 
 import datetime as dt
-import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -14,7 +13,6 @@ from pathlib import Path
 import yaml
 from pyspark.errors import StreamingQueryException
 
-from sandbox.changes import ChangeReader
 from sandbox.errors import SandboxError
 from sandbox.mutations import LOGICAL_TYPES, Mutator
 from sandbox.oracle import Oracle, OracleMismatch
@@ -337,7 +335,7 @@ def _play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
     elif step.kind == "restart":
         pipeline.restart()
     elif step.kind == "registry_outage":
-        _registry_outage(pipeline, mutator, oracle)
+        _registry_outage(pipeline, oracle)
     elif step.kind == "check":
         recorded = oracle.round(step.args["label"])
         # a table without changes since the last check is expected to hold at its latest recorded commit
@@ -347,11 +345,11 @@ def _play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
     return None
 
 
-def _registry_outage(pipeline, mutator: Mutator, oracle: Oracle) -> None:
+def _registry_outage(pipeline, oracle: Oracle) -> None:
     """Once Debezium has delivered the changes made since the last check, run the job once while the registry
     does not answer. A correct job stops that batch (RegistryUnavailable) without committing its offsets, and the
     next check's run lands it; a job that sets the batch aside and moves on leaves silver behind the source."""
-    _wait_delivered(mutator, oracle)
+    oracle.wait_delivered()
     try:
         summaries = pipeline.run_once_without_registry()
     except StreamingQueryException as exc:
@@ -361,21 +359,6 @@ def _registry_outage(pipeline, mutator: Mutator, oracle: Oracle) -> None:
     if not any(summary.get("events") for summary in summaries):
         raise SandboxError("the job's run in the registry outage read no change, so it tested nothing",
                            "see the Kafka topics of the scenario's tables")
-
-
-def _wait_delivered(mutator: Mutator, oracle: Oracle) -> None:
-    """Wait until each table's latest change since the oracle's last round is in Kafka (a topic holds a table's
-    changes in source order, so the earlier ones are there too)."""
-    latest = {c.table: c for c in mutator.journal.entries()
-              if c.seq >= oracle.next_seq and c.table in oracle.shapes and c.debezium_ops}
-    deadline = time.monotonic() + oracle.timeout
-    for table, change in latest.items():
-        topic = oracle.pipeline.config.spec(table).topic
-        with ChangeReader(oracle.settings.endpoint("kafka").address, topic, oracle.registry,
-                          from_offsets=oracle.kafka_floor.get(topic)) as reader:
-            op = change.debezium_ops[-1]
-            reader.wait_for(lambda e: e.value is not None and change.produced_by(e.value, e.key, op),
-                            max(1.0, deadline - time.monotonic()), f"{op!r} of journal entry {change.seq}")
 
 
 def _change(mutator: Mutator, kind: str, args: dict) -> None:
