@@ -34,10 +34,8 @@ def test_every_kind_of_change_in_every_job_mode(pipeline_factory, oracle_factory
         oracle.track(TABLES)
     changes = mutator.random_batch(12, seed=62, tables=TABLES)
     assert {c.kind for c in changes} == {"insert", "update", "delete"}
-    round_("inserts, updates, deletes")
-
     moved = {table: _move_a_key(mutator, table, rng) for table in TABLES}
-    round_("primary keys updated")
+    round_("inserts, updates, deletes, primary keys updated")
 
     for oracle in oracles.values():  # in one micro-batch: a delete and a re-insert of one key, two updates of another
         oracle.pause()
