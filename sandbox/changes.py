@@ -55,7 +55,8 @@ class ChangeReader:
     """Reads a topic and keeps every decoded event, so tests can wait for the one they expect.
 
     By default from the beginning; `from_end=True` starts at the current end of an existing topic, for waiting on
-    changes about to be made without decoding the whole history; `from_offsets` ({partition: offset}) starts there.
+    changes about to be made without decoding the whole history; `from_offsets` ({partition: offset}) starts there
+    (and at the start of any partition it does not name).
     """
 
     def __init__(self, bootstrap: str, topic: str, registry: RegistryClient, from_end: bool = False,
@@ -73,8 +74,9 @@ class ChangeReader:
         })
         if from_end:
             self._consumer.assign(self._end_offsets())
-        elif from_offsets:
-            self._consumer.assign([TopicPartition(topic, p, o) for p, o in from_offsets.items()])
+        elif from_offsets:  # a partition added since the offsets were taken is read from its start
+            self._consumer.assign([TopicPartition(topic, p.partition, from_offsets.get(p.partition, 0))
+                                   for p in self._end_offsets()])
         else:
             self._consumer.subscribe([topic])
 

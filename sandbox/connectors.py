@@ -103,6 +103,21 @@ class ConnectClient:
         if response.status_code not in (204, 404):
             raise SandboxError(f"Kafka Connect could not delete {name}: {response.text[:500]}", "see `sandbox logs connect`")
 
+    def cycle(self, name: str) -> None:
+        """Stop the connector (its tasks shut down, their producers closed) and resume it with new tasks: a step
+        that can be watched, where a restart may finish before its status shows it."""
+        self._put(name, "stop")
+        wait_until(lambda: connector_states(self.status(name)) == ["STOPPED"], 60,
+                   f"connector {name} to stop", "see `sandbox logs connect`")
+        self._put(name, "resume")
+        self.wait_running(name)
+
+    def _put(self, name: str, action: str) -> None:
+        response = requests.put(f"{self.url}/connectors/{name}/{action}", timeout=30)
+        if response.status_code >= 400:
+            raise SandboxError(f"Kafka Connect could not {action} {name}: {response.text[:500]}",
+                               "see `sandbox logs connect`")
+
     def status(self, name: str) -> dict:
         response = requests.get(f"{self.url}/connectors/{name}/status", timeout=10)
         return response.json() if response.status_code == 200 else {}

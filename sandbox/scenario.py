@@ -13,6 +13,8 @@ from pathlib import Path
 import yaml
 from pyspark.errors import StreamingQueryException
 
+from sandbox import topics
+from sandbox.changes import ChangeReader, end_offsets
 from sandbox.errors import SandboxError
 from sandbox.mutations import LOGICAL_TYPES, Mutator
 from sandbox.oracle import Oracle, OracleMismatch
@@ -22,7 +24,7 @@ TOP_LEVEL = {"name", "description", "tables", "job", "given", "steps"}
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits"}
 CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column"}
 STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
-                             "registry_outage"}
+                             "registry_outage", "grow_topic"}
 TABLE_NAMES = {t.name for t in TABLES}
 
 
@@ -184,7 +186,7 @@ class _Validator:
         if kind not in STEP_KINDS:
             self.fail(raw, f"unknown step {kind!r}; steps: {', '.join(sorted(STEP_KINDS))}", kind)
         line = raw.key_lines[kind]
-        if kind in CHANGE_KINDS:
+        if kind in CHANGE_KINDS or kind == "grow_topic":
             return Step(kind, self.change(kind, args, tables, raw), line)
         if kind == "transaction":
             if not isinstance(args, list) or not args:
@@ -213,7 +215,7 @@ class _Validator:
                     raise ScenarioError(self.path, step.line, "registry_outage runs the job once over the changes "
                                                               f"since the previous check, but {reason}")
             paused = {"pause": True, "resume": False}.get(step.kind, paused)
-            evented = step.kind == "transaction" or step.kind in CHANGE_KINDS - {"add_column"}  # DDL has no event
+            evented = step.kind in CHANGE_KINDS - {"add_column"} | {"transaction", "grow_topic"}  # DDL has no event
             changed = evented or (changed and step.kind != "check")
 
     def change(self, kind: str, args, tables: list[str], where) -> dict:
@@ -221,7 +223,7 @@ class _Validator:
             self.fail(where, f"{kind} needs a table", kind)
         table = self.table_name(args, args["table"], "table", allowed=tables)
         required = {"insert": ["row"], "update": ["key", "set"], "delete": ["key"], "update_key": ["key", "new_key"],
-                    "add_column": ["column", "type"]}[kind]
+                    "add_column": ["column", "type"], "grow_topic": ["set"]}[kind]
         allowed = {"table", *required}
         for key in args:
             if key not in allowed:
@@ -336,6 +338,8 @@ def _play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
         pipeline.restart()
     elif step.kind == "registry_outage":
         _registry_outage(pipeline, oracle)
+    elif step.kind == "grow_topic":
+        _grow_topic(step.args, pipeline, mutator, oracle)
     elif step.kind == "check":
         recorded = oracle.round(step.args["label"])
         # a table without changes since the last check is expected to hold at its latest recorded commit
@@ -359,6 +363,32 @@ def _registry_outage(pipeline, oracle: Oracle) -> None:
     if not any(summary.get("events") for summary in summaries):
         raise SandboxError("the job's run in the registry outage read no change, so it tested nothing",
                            "see the Kafka topics of the scenario's tables")
+
+
+def _grow_topic(args: dict, pipeline, mutator: Mutator, oracle: Oracle) -> None:
+    """Raise the partition count of the table's topic just far enough that one of its rows hashes to a new, empty
+    partition, and update that row: Debezium writes the update there, at a smaller offset than the row's earlier
+    events. Fails unless the update's event is found exactly so, since the step would otherwise test nothing."""
+    table = args["table"]
+    settings, topic = oracle.settings, pipeline.config.spec(table).topic
+    bootstrap = settings.endpoint("kafka").address
+    partitions, places = topics.key_places(bootstrap, oracle.registry, topic)
+    count, mover = next(((count, place) for count, place in topics.movers(places, partitions)
+                         if mutator.read_row(table, place.key) is not None), (None, None))
+    if mover is None:
+        raise SandboxError(f"no row of {table} moves to a partition added to {topic}'s {partitions}",
+                           "grow the topic of a table with more rows")
+    connector = settings.topology.sources[mutator.placement(table).captured.source].connector
+    topics.grow(bootstrap, settings.url("connect"), connector, topic, count)
+    ends = end_offsets(bootstrap, [topic])[topic]
+    change = mutator.update(table, mover.key, _values(args["set"]))
+    with ChangeReader(bootstrap, topic, oracle.registry, from_offsets=ends) as reader:
+        event = reader.wait_for_change(change, oracle.timeout)[-1]
+    moved_to = topics.partition_for(mover.key_bytes, count)
+    if event.partition != moved_to or event.offset >= mover.offset:
+        raise SandboxError(f"{topic}: the update of {mover.key} landed in partition {event.partition} at offset "
+                           f"{event.offset}, not in the new partition {moved_to} below offset {mover.offset} (the "
+                           f"row's last event, in partition {mover.partition})", "see `sandbox logs connect`")
 
 
 def _change(mutator: Mutator, kind: str, args: dict) -> None:

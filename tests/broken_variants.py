@@ -75,6 +75,19 @@ def order_by_timestamp(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(cdc_hudi_job, "latest_per_key", latest_per_key)
 
 
+def order_by_kafka_offset(patch: pytest.MonkeyPatch) -> None:
+    """Orders a key's changes by Kafka offset alone (as a precombine on the offset does): right while a key's
+    changes share one partition, wrong once its topic gains partitions and its next change sits at a smaller offset
+    in a new one."""
+
+    def latest_per_key(rows, spec):
+        order = Window.partitionBy(*[F.col(k) for k in spec.key]).orderBy(F.desc("offset"))
+        return rows.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
+
+    _with_hudi_options(patch, **{"hoodie.datasource.write.precombine.field": "_kafka_offset"})
+    patch.setattr(cdc_hudi_job, "latest_per_key", latest_per_key)
+
+
 def drop_deletes(patch: pytest.MonkeyPatch) -> None:
     """Filters delete events out before writing silver."""
     _transform_changes(patch, lambda changes, spec: changes.filter("__op != 'd'"))
@@ -172,7 +185,8 @@ def _cast(changes: DataFrame, columns: list[str], type_name: str) -> DataFrame:
     return changes.select(*[F.col(c).cast(type_name).alias(c) if c in columns else F.col(c) for c in changes.columns])
 
 
-VARIANTS = {"order-by-timestamp": order_by_timestamp, "drop-deletes": drop_deletes, "skip-table": skip_table,
+VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": order_by_kafka_offset,
+            "drop-deletes": drop_deletes, "skip-table": skip_table,
             "offset-in-key": offset_in_key, "widened-integers": widened_integers,
             "insert-not-upsert": insert_not_upsert, "zone-shifted-times": zone_shifted_times,
             "money-as-double": money_as_double, "dropped-added-column": dropped_added_column,

@@ -16,6 +16,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 SCENARIOS = PROJECT_ROOT / "fixtures" / "scenarios"
 CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the kinds of failure the bug must cause
     "order-by-timestamp": ("source-clock-skew.yaml", {OracleMismatch}),  # a wrong value
+    # The key's update in the new partition loses to its earlier change at a larger offset: an older value.
+    "order-by-kafka-offset": ("topic-gains-partitions.yaml", {OracleMismatch}),
     # A delete that shares its micro-batch with other changes leaves the row live (a wrong value); one alone in its
     # batch leaves nothing to commit, so the job moves past it without a commit (SilverBehind).
     "drop-deletes": ("delete-then-reinsert.yaml", {OracleMismatch, SilverBehind}),

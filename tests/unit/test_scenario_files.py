@@ -66,6 +66,8 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
                     "add_column: {table: category, column: note, type: text}"), 6, "but no change since"),
     (OUTAGE.replace("steps:", "job: {continuous: true}\nsteps:"), 7, "but the job runs continuously"),
     (OUTAGE.replace("  - update:", "  - pause:\n  - update:"), 7, "but the job is paused"),
+    (GOOD.replace("- check: end", "- grow_topic: {table: category, key: {catid: 1}}"), 6,
+     "grow_topic takes set, table, not 'key'"),
 ])
 def test_a_malformed_scenario_names_file_line_and_reason(tmp_path, text, line, reason):
     path = tmp_path / "broken.yaml"
