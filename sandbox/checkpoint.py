@@ -4,6 +4,7 @@ job's last committed micro-batch reached. Any job that checkpoints to the lake c
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import urlparse
 
 
@@ -11,12 +12,14 @@ def committed_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
     """{topic: {partition: next offset}} of the last micro-batch a Structured Streaming checkpoint committed
     (its offset log: `offsets/<batch>` holds a version line, the batch's metadata, then one line per source)."""
     bucket, prefix = split_uri(checkpoint)
-    batches = [int(key.rsplit("/", 1)[1]) for key in object_keys(s3, bucket, f"{prefix}/commits/")
-               if key.rsplit("/", 1)[1].isdigit()]
-    if not batches:
-        return {}
-    body = s3.get_object(Bucket=bucket, Key=f"{prefix}/offsets/{max(batches)}")["Body"].read().decode()
-    return json.loads(body.splitlines()[2])
+    batches = committed_batches(s3, bucket, prefix)
+    return _offsets(s3, bucket, prefix, batches[-1]) if batches else {}
+
+
+def committed_batches(s3, bucket: str, prefix: str) -> list[int]:
+    """The ids of the micro-batches the checkpoint under `prefix` committed, in order."""
+    return sorted(int(key.rsplit("/", 1)[1]) for key in object_keys(s3, bucket, f"{prefix}/commits/")
+                  if key.rsplit("/", 1)[1].isdigit())
 
 
 def split_uri(uri: str) -> tuple[str, str]:
@@ -40,3 +43,42 @@ def delete_prefix(s3, uri: str, whole_names: bool = True) -> int:
         s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[start:start + 1000]],
                                                  "Quiet": True})
     return len(keys)
+
+
+def unvouched_batch(s3, lake: str) -> str | None:
+    """Why the lake's checkpoint vouches for data the lake does not hold, or None.
+
+    The checkpoint's last committed micro-batch that read events must have left them in bronze
+    (`<lake>/bronze/table=<t>/batch_id=<n>/`): if it did not, the lake lost data (a crash, a restore of an older
+    copy, objects deleted by hand) and the job would go on from past it without ever writing it again."""
+    bucket, prefix = split_uri(f"{lake}/checkpoints")
+    batches = committed_batches(s3, bucket, prefix)
+    reading = next((n for n in reversed(batches) if _offsets(s3, bucket, prefix, n) != _offsets_before(
+        s3, bucket, prefix, n)), None)
+    if reading is None:
+        return None
+    _, bronze = split_uri(f"{lake}/bronze")
+    found = {int(match) for key in object_keys(s3, bucket, f"{bronze}/")
+             for match in re.findall(r"/batch_id=(\d+)/", key)}
+    if reading in found:
+        return None
+    latest = f"batch {max(found)}" if found else "no batch at all"
+    return (f"the checkpoint of {lake} says micro-batch {reading} is committed, but bronze holds no data of it "
+            f"(its latest: {latest}): the lake lost data that the job will not read again")
+
+
+def _offsets(s3, bucket: str, prefix: str, batch: int) -> dict | None:
+    try:
+        body = s3.get_object(Bucket=bucket, Key=f"{prefix}/offsets/{batch}")["Body"].read().decode()
+    except s3.exceptions.NoSuchKey:
+        return None
+    return json.loads(body.splitlines()[2])
+
+
+def _offsets_before(s3, bucket: str, prefix: str, batch: int) -> dict:
+    """The offsets the batch started from: the previous batch's end, or nothing read yet for the first batch."""
+    previous = _offsets(s3, bucket, prefix, batch - 1) if batch > 0 else None
+    if previous is not None:
+        return previous
+    now = _offsets(s3, bucket, prefix, batch) or {}
+    return {topic: {p: 0 for p in partitions} for topic, partitions in now.items()}

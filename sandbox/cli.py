@@ -13,15 +13,18 @@ from pathlib import Path
 import psycopg2
 import pymysql
 import typer
+from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from sandbox import job, tickit, tickit_download
 from sandbox.backends import compose, native, select
+from sandbox.checkpoint import unvouched_batch
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.mutations import Mutator
+from sandbox.services.localstack import s3_client
 
 app = typer.Typer(help="Local CDC data-lake sandbox: Postgres, MariaDB, Kafka, Debezium, Apicurio, S3.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -97,6 +100,29 @@ def _print_status(settings: Settings) -> None:
     for name, state in connectors:
         ctable.add_row(name, state)
     console.print(ctable)
+    s3_up = any(st.service == "localstack" and st.state in ("running", "external") for st in statuses)
+    console.print(_lake_table(settings, s3_up))
+
+
+def _lake_table(settings: Settings, s3_up: bool) -> Table:
+    """Whether the default lake holds what its checkpoint vouches for."""
+    config = job.job_config(settings)
+    table = Table(title="lake")
+    for column in ("lake", "state", "what to do"):
+        table.add_column(column)
+    if not s3_up:
+        table.add_row(config.lake, "[red]S3 is not running[/red]", "`make up`")
+        return table
+    try:
+        problem = unvouched_batch(s3_client(settings.url("localstack")), config.lake)
+    except (BotoCoreError, ClientError) as exc:
+        table.add_row(config.lake, "[red]unreadable[/red]", f"start S3: `make up` ({type(exc).__name__})")
+        return table
+    if problem:
+        table.add_row(config.lake, f"[red]{problem}[/red]", job.LOST_DATA_ADVICE.format(lake=config.lake))
+    else:
+        table.add_row(config.lake, "[green]consistent with its checkpoint[/green]", "-")
+    return table
 
 
 @app.command()
@@ -230,6 +256,8 @@ def job_run(
                             table_type="MERGE_ON_READ" if merge_on_read else "COPY_ON_WRITE")
     try:
         job.check_lake_bucket(settings, config)
+        if not from_scratch:
+            job.check_lake_holds_its_checkpoint(settings, config)
     except SandboxError as exc:
         _fail(exc)
     if from_scratch:

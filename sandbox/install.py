@@ -3,7 +3,7 @@
 - OS packages (PostgreSQL and MariaDB servers): through apt when running as root on Debian/Ubuntu; elsewhere the
   error names the packages to install.
 - JVM artifacts: Maven from the pinned pom (`sandbox.jvm`).
-- LocalStack: a virtualenv of its own, because its pins clash with the project's.
+- LocalStack: a virtualenv of its own, because its pins clash with the project's, with the sandbox's S3 journal hook.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from sandbox import jvm
@@ -31,6 +32,7 @@ LOCALSTACK_REQUIREMENTS = [
     "pyOpenSSL<24.3",
     "service_identity<24.3",
 ]
+S3_JOURNAL_PLUGIN = Path(__file__).parent / "services" / "s3_journal"
 
 
 def missing_os_packages() -> list[str]:
@@ -97,6 +99,23 @@ def ensure_localstack(settings: Settings) -> bool:
     _run([sys.executable, "-m", "venv", str(venv)], "creating LocalStack's virtualenv")
     _run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *LOCALSTACK_REQUIREMENTS],
          "installing LocalStack from PyPI")
+    stamp.write_text(fingerprint + "\n")
+    return True
+
+
+def ensure_s3_journal(settings: Settings) -> bool:
+    """Install the S3 journal hook (sandbox/services/s3_journal) into LocalStack's virtualenv, again whenever its
+    files change. True if it installed."""
+    stamp = settings.localstack_venv / ".s3-journal-sha256"
+    files = sorted(p for p in S3_JOURNAL_PLUGIN.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    fingerprint = hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()
+    if stamp.exists() and stamp.read_text().strip() == fingerprint:
+        return False
+    with tempfile.TemporaryDirectory() as build:  # a build writes into its source tree: keep the checkout clean
+        source = Path(build) / S3_JOURNAL_PLUGIN.name
+        shutil.copytree(S3_JOURNAL_PLUGIN, source, ignore=shutil.ignore_patterns("__pycache__"))
+        _run([str(settings.localstack_venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+              "--no-deps", "--force-reinstall", str(source)], "installing the S3 journal into LocalStack")
     stamp.write_text(fingerprint + "\n")
     return True
 

@@ -11,7 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from sandbox import class_archive
 from sandbox.config import PROJECT_ROOT, Settings
-from sandbox.checkpoint import delete_prefix, split_uri
+from sandbox.checkpoint import delete_prefix, split_uri, unvouched_batch
 from sandbox.errors import SandboxError
 from sandbox.services.localstack import ACCESS_KEY, SECRET_KEY, s3_client
 from spark_jobs.job_config import JobConfig, TableSpec
@@ -60,6 +60,13 @@ def check_lake_bucket(settings: Settings, config: JobConfig) -> None:
                            f"use s3a://{settings.topology.lake_bucket}/<prefix>, or create the bucket first") from None
 
 
+def check_lake_holds_its_checkpoint(settings: Settings, config: JobConfig) -> None:
+    """A checkpoint that vouches for data the lake lost would make the job skip that data for good: refuse."""
+    problem = unvouched_batch(s3_client(settings.url("localstack")), config.lake)
+    if problem:
+        raise SandboxError(problem, LOST_DATA_ADVICE.format(lake=config.lake))
+
+
 def delete_lake(settings: Settings, config: JobConfig) -> int:
     """Remove every object of the lake (silver, bronze, quarantine, checkpoints); returns how many."""
     return delete_prefix(s3_client(settings.url("localstack")), config.lake)
@@ -89,6 +96,8 @@ def submit_environment(settings: Settings) -> dict[str, str]:
 
 
 DATA_LOSS_SIGN = "failOnDataLoss"  # Spark's Kafka source names the option in its data-loss error
+LOST_DATA_ADVICE = ("rebuild the lake from Kafka, which keeps every change in the sandbox: "
+                    "`sandbox job run --from-scratch --lake {lake}` (time travel to commits before it is lost)")
 DATA_LOSS_ADVICE = ("the lake's checkpoint expects Kafka offsets the topics no longer hold (a topic recreated, e.g. "
                     "by `make bench`, or its retention passed): changes it never read are lost to this lake. Rebuild "
                     "it from the topics: `sandbox job run --from-scratch` (with the same --lake/--table options)")

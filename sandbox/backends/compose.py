@@ -80,9 +80,11 @@ def env_file(settings: Settings) -> Path:
 
 
 def env_values(settings: Settings) -> dict[str, str]:
-    """What the compose file interpolates: project name, ports, logins, the worker's credentials file."""
+    """What the compose file interpolates: project name, ports, logins, the worker's credentials file, the S3
+    journal's directory."""
     values = {"COMPOSE_PROJECT_NAME": project_name(settings),
-              "SANDBOX_CONNECT_CREDENTIALS": str(files_dir(settings) / "connect-credentials.properties")}
+              "SANDBOX_CONNECT_CREDENTIALS": str(files_dir(settings) / "connect-credentials.properties"),
+              "SANDBOX_S3_JOURNAL_DIR": str(LocalStack(settings).journal_dir)}
     values |= {f"SANDBOX_{name.upper()}_PORT": str(settings.ports[name]) for name in SERVICES}
     for db in DATABASE_SOURCES:
         for role, label in (("admin", "ADMIN"), ("debezium", "CAPTURE")):
@@ -98,6 +100,7 @@ def write_files(settings: Settings) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     # The worker's copy must be readable by the container's account; the private directory guards it.
     directory.chmod(0o700)
+    LocalStack(settings).journal_dir.mkdir(parents=True, exist_ok=True)  # mounted into the LocalStack container
     capture = {k: v for k, v in ensure_credentials(settings).items() if ".debezium." in k}
     _write(directory / "connect-credentials.properties", "".join(f"{k}={v}\n" for k, v in sorted(capture.items())),
            0o644)
@@ -170,10 +173,8 @@ def _prepare_mysql(settings: Settings) -> None:
 def _prepare_localstack(settings: Settings) -> None:
     """LocalStack keeps S3 in memory: a fresh container gets back the buckets `sandbox down` saved."""
     localstack = LocalStack(settings)
-    client = localstack.s3()
-    empty = not client.list_buckets()["Buckets"]
-    if empty:
-        bucket_snapshot.restore(client, localstack.snapshot_dir)
+    if localstack.s3().list_buckets()["Buckets"]:
+        localstack.skip_restore()
     localstack.post_start()
 
 
@@ -182,11 +183,14 @@ def down(settings: Settings, report) -> None:
     if not env_file(settings).exists():
         report("stack", "was never started")
         return
-    localstack = LocalStack(settings)
+    localstack, saved = LocalStack(settings), None
     if _ps_rows(settings).get("localstack", {}).get("State") == "running":
+        covered = bucket_snapshot.set_journal_aside(localstack.journal_dir)
         saved = bucket_snapshot.save(localstack.s3(), localstack.snapshot_dir)
         report("localstack", f"buckets saved ({saved.describe('downloaded')})")
     _run(settings, "stop", what="stopping the stack")
+    if saved is not None:
+        bucket_snapshot.settle_journal(localstack.journal_dir, covered)
     for name in SERVICES:
         report(name, "stopped")
 

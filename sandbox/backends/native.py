@@ -73,7 +73,8 @@ def install_all(settings: Settings, report) -> None:
     report("os packages", "installed " + ", ".join(installed) if installed else "present")
     report("jvm artifacts", "resolved with Maven" if install.ensure_jvm_artifacts(settings) else "present")
     if "localstack" in native:
-        report("localstack", "installed" if install.ensure_localstack(settings) else "present")
+        installed = install.ensure_localstack(settings) | install.ensure_s3_journal(settings)
+        report("localstack", "installed" if installed else "present")
 
 
 def up(settings: Settings, report, skip_install: bool = False) -> None:

@@ -8,6 +8,12 @@ A snapshot directory holds
 Keys are never mapped to file paths, so `a/` (an S3A directory marker) and `a/b` both survive as they were. A save
 downloads only the objects whose ETag is not in the previous snapshot and hard-links the rest, so saving a lake
 that barely changed costs a listing, not a copy. The new snapshot replaces the old one only once complete.
+
+Between two saves, LocalStack's S3 journal hook (sandbox/services/s3_journal) writes every acknowledged change to a
+journal directory: `changes.jsonl` (one JSON line per put, delete, bucket created or deleted) and `blobs/`. A
+restore applies the journal on top of the snapshot, so a LocalStack that was killed comes back as of its last
+acknowledged write, with nothing deleted since brought back. A clean stop sets the journal file aside before it
+saves (`set_journal_aside`) and drops it once the save is complete (`settle_journal`).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +33,8 @@ from sandbox.errors import SandboxError
 
 MANIFEST = "manifest.json"
 BLOBS = "blobs"
+JOURNAL = "changes.jsonl"
+RESTORE_HEADER = "x-sandbox-restore"  # the journal hook leaves requests with it out
 WORKERS = 8
 CONTENT_HEADERS = ("ContentType", "ContentEncoding", "ContentDisposition", "ContentLanguage", "CacheControl")
 CHUNK = 1 << 20
@@ -54,9 +63,11 @@ class Outcome:
     objects: int
     bytes: int
     transferred: int  # objects downloaded (save) or uploaded (restore)
+    replayed: int = 0  # journaled changes a restore applied on top of the snapshot
 
     def describe(self, verb: str) -> str:
-        return f"{self.objects} objects, {self.bytes / 1e6:.1f} MB, {self.transferred} {verb}"
+        journal = f", {self.replayed} journaled changes since the last save applied" if self.replayed else ""
+        return f"{self.objects} objects, {self.bytes / 1e6:.1f} MB, {self.transferred} {verb}{journal}"
 
 
 def save(client, snapshot_dir: Path, buckets: list[str] | None = None) -> Outcome:
@@ -85,24 +96,99 @@ def save(client, snapshot_dir: Path, buckets: list[str] | None = None) -> Outcom
     return Outcome(len(objects), sum(o.size for o in objects), sum(downloaded for _, downloaded in kept))
 
 
-def restore(client, snapshot_dir: Path) -> Outcome:
-    """Put every saved bucket and object back into an empty S3, then check the listing against the manifest."""
+def restore(client, snapshot_dir: Path, journal_dir: Path | None = None) -> Outcome:
+    """Put every saved bucket and object back into an empty S3, with the changes journaled since that save applied
+    on top, then check the listing against the result."""
     source = readable_snapshot(snapshot_dir)
-    if source is None:
+    buckets, objects = read_manifest(source) if source else ([], [])
+    state = {(o.bucket, o.key): (o, source / BLOBS) for o in objects}
+    buckets = set(buckets)
+    changes = journal_changes(journal_dir) if journal_dir else []
+    for change in changes:
+        _apply(change, state, buckets, journal_dir / BLOBS)
+    if not buckets:
         return Outcome(0, 0, 0)
-    buckets, objects = read_manifest(source)
-    for bucket in buckets:
-        ensure_bucket(client, bucket)
 
-    def upload(saved: SavedObject) -> None:
-        with open(source / BLOBS / saved.blob, "rb") as body:
+    def upload(item: tuple[SavedObject, Path]) -> None:
+        saved, blobs = item
+        with open(blobs / saved.blob, "rb") as body:
             client.put_object(Bucket=saved.bucket, Key=saved.key, Body=body, Metadata=saved.metadata,
                               **saved.headers)
 
-    with ThreadPoolExecutor(WORKERS) as pool:
-        list(pool.map(upload, objects))
-    _verify(client, buckets, objects)
-    return Outcome(len(objects), sum(o.size for o in objects), len(objects))
+    client.meta.events.register("before-sign.s3", _mark_as_restore)
+    try:  # the caller's client carries the header only while it puts the copy back
+        for bucket in sorted(buckets):
+            ensure_bucket(client, bucket)
+        with ThreadPoolExecutor(WORKERS) as pool:
+            list(pool.map(upload, state.values()))
+    finally:
+        client.meta.events.unregister("before-sign.s3", _mark_as_restore)
+    final = [saved for saved, _ in state.values()]
+    _verify(client, sorted(buckets), final)
+    return Outcome(len(final), sum(o.size for o in final), len(final), len(changes))
+
+
+def journal_changes(journal_dir: Path) -> list[dict]:
+    """The journal's changes, oldest first: files set aside by stops whose save did not finish, then the current
+    one. The hook writes each line with one append, so only a last line can be cut off (by a full disk)."""
+    changes = []
+    for path in [*_set_aside(journal_dir), journal_dir / JOURNAL]:
+        if not path.is_file():
+            continue
+        lines = path.read_text().splitlines()
+        for number, line in enumerate(lines, 1):
+            try:
+                changes.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                if number < len(lines):
+                    raise SandboxError(f"{path}:{number} is not a journaled change: {exc}",
+                                       "the lake cannot be rebuilt from it; `sandbox reset` starts over") from exc
+    return changes
+
+
+def set_journal_aside(journal_dir: Path) -> list[Path]:
+    """Before a save: move the current journal file aside (the hook starts a new one with its next change) and
+    return every file set aside, all of which the coming snapshot covers."""
+    current = journal_dir / JOURNAL
+    if current.exists():
+        current.rename(journal_dir / f"changes.{time.time_ns()}.jsonl")
+    return _set_aside(journal_dir)
+
+
+def settle_journal(journal_dir: Path, covered: list[Path]) -> None:
+    """After a complete save, with LocalStack stopped: drop the journal files it covers, and every blob that no
+    change left in the journal needs."""
+    for path in covered:
+        path.unlink(missing_ok=True)
+    needed = {f"{c['etag']}-{c['size']}" for c in journal_changes(journal_dir) if c["op"] == "put"}
+    blobs = journal_dir / BLOBS
+    for blob in blobs.iterdir() if blobs.is_dir() else []:
+        if blob.name not in needed:
+            blob.unlink()
+
+
+def _set_aside(journal_dir: Path) -> list[Path]:
+    return sorted(journal_dir.glob("changes.*.jsonl"), key=lambda p: int(p.name.split(".")[1]))
+
+
+def _apply(change: dict, state: dict, buckets: set[str], blobs: Path) -> None:
+    bucket = change["bucket"]
+    if change["op"] == "put":
+        buckets.add(bucket)
+        state[bucket, change["key"]] = (SavedObject(bucket, change["key"], change["size"], change["etag"],
+                                                    change["headers"], change["metadata"]), blobs)
+    elif change["op"] == "delete":
+        state.pop((bucket, change["key"]), None)
+    elif change["op"] == "create_bucket":
+        buckets.add(bucket)
+    elif change["op"] == "delete_bucket":
+        buckets.discard(bucket)
+        for key in [k for k in state if k[0] == bucket]:
+            del state[key]
+
+
+def _mark_as_restore(request, **_) -> None:
+    request.headers[RESTORE_HEADER] = "1"
 
 
 def listing(client) -> dict[tuple[str, str], tuple[int, str]]:

@@ -2,7 +2,9 @@
 
 LocalStack's community edition keeps S3 in memory (its persistence is a paid feature), so `stop` saves every
 bucket to `<state>/data/localstack/buckets/` and the next start puts the objects back exactly
-(`bucket_snapshot`): `sandbox down` keeps the lake.
+(`bucket_snapshot`): `sandbox down` keeps the lake. Between two saves a hook inside LocalStack journals every
+acknowledged change to `<state>/data/localstack/journal/` (`s3_journal`), and the next start applies the journal
+on top of the snapshot: a LocalStack that was killed comes back as of its last acknowledged write.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class LocalStack(NativeService):
     name = "localstack"
     start_timeout = 120
     saved: bucket_snapshot.Outcome | None = None  # what the last stop saved
+    restored: bucket_snapshot.Outcome | None = None  # what the last start put back (None: not yet)
 
     def prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -42,6 +45,7 @@ class LocalStack(NativeService):
             "PERSISTENCE": "1",
             "SKIP_SSL_CERT_DOWNLOAD": "1",
             "DISABLE_EVENTS": "1",
+            "SANDBOX_S3_JOURNAL": str(self.journal_dir),
         }
 
     def health(self) -> dict:
@@ -60,23 +64,39 @@ class LocalStack(NativeService):
     def snapshot_dir(self) -> Path:
         return self.data_dir / "buckets"
 
+    @property
+    def journal_dir(self) -> Path:
+        return self.data_dir / "journal"
+
     def post_start(self) -> None:
+        # Only a freshly started LocalStack is empty; restoring into a running one would resurrect deleted objects.
+        # The restore comes first, so that creating the lake bucket is journaled as a change after it.
+        if self.restored is None and not self.external:
+            self.restored = bucket_snapshot.restore(self.s3(), self.snapshot_dir, self.journal_dir)
         bucket_snapshot.ensure_bucket(self.s3(), self.settings.topology.lake_bucket)
 
+    def skip_restore(self) -> None:
+        """This LocalStack already serves its buckets: `post_start` must not put a copy back over them."""
+        self.restored = bucket_snapshot.Outcome(0, 0, 0)
+
     def start(self) -> str:
+        self.restored = None
+        if self.external or (self.pid() is not None and process.quietly(self.is_ready)):
+            self.skip_restore()
         outcome = super().start()
-        # Only a freshly started LocalStack is empty; restoring into a running one would resurrect deleted objects.
-        if outcome == "started":
-            restored = bucket_snapshot.restore(self.s3(), self.snapshot_dir)
-            if restored.objects:
-                outcome += f", buckets restored ({restored.describe('uploaded')})"
+        if outcome == "started" and self.restored.objects:
+            outcome += f", buckets restored ({self.restored.describe('uploaded')})"
         return outcome
 
     def stop(self) -> bool:
-        self.saved = None
+        self.saved, covered = None, []
         if not self.external and self.pid() is not None and process.quietly(self.is_ready):
+            covered = bucket_snapshot.set_journal_aside(self.journal_dir)
             self.saved = bucket_snapshot.save(self.s3(), self.snapshot_dir)
-        return super().stop()
+        stopped = super().stop()
+        if self.saved is not None:
+            bucket_snapshot.settle_journal(self.journal_dir, covered)
+        return stopped
 
     def shut_down(self) -> str:
         outcome = super().shut_down()

@@ -88,15 +88,16 @@ def test_job_run_on_a_bucket_that_does_not_exist_says_so(sandbox):
     assert "Traceback" not in result.stdout + result.stderr
 
 
-def test_kafka_data_loss_stops_the_job_unless_allowed(sandbox, spark, s3):
+def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lost_data(sandbox, spark, s3):
     """Changes the topic no longer holds (deleted records, a recreated topic) stop the job: a lake that silently
-    skipped them would be judged against a source it no longer mirrors."""
+    skipped them would be judged against a source it no longer mirrors. The other way round, a lake that lost data
+    its checkpoint vouches for is refused by `sandbox job run`, which would otherwise never read that data again."""
     from dataclasses import replace
 
     from confluent_kafka import Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from sandbox.checkpoint import delete_prefix
+    from sandbox.checkpoint import delete_prefix, unvouched_batch
     from sandbox.pytest_plugin import new_lake
     from spark_jobs import cdc_hudi_job
     from spark_jobs.job_config import TableSpec
@@ -121,6 +122,12 @@ def test_kafka_data_loss_stops_the_job_unless_allowed(sandbox, spark, s3):
         summaries = []
         cdc_hudi_job.run(spark, allowed, once=True, report=summaries.append)
         assert sum(json.loads(s).get("quarantined", 0) for s in summaries) == 1, "only the record still in Kafka"
+        assert unvouched_batch(s3, allowed.lake) is None
+        delete_prefix(s3, f"{allowed.lake}/bronze")
+        assert "micro-batch 0 is committed, but bronze holds no data of it" in unvouched_batch(s3, allowed.lake)
+        result = subprocess.run([sys.executable, "-m", "sandbox", "job", "run", "--lake", allowed.lake],
+                                capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
+        assert result.returncode == 1 and f"--from-scratch --lake {allowed.lake}" in result.stdout, result.stdout
     finally:
         admin.delete_topics([topic])
         delete_prefix(s3, lake, whole_names=False)

@@ -225,6 +225,18 @@ def test_postgres_runs_logical_decoding(compose_binary, compose_settings):
     assert "wal_level=logical" in rendered(compose_binary, compose_settings)["services"]["postgres"]["command"]
 
 
+def test_localstack_journals_s3_into_the_sandbox_state_as_natively(compose_binary, compose_settings):
+    localstack = rendered(compose_binary, compose_settings)["services"]["localstack"]
+    mounts = {volume["target"]: volume["source"] for volume in localstack["volumes"]}
+    journal = localstack["environment"]["SANDBOX_S3_JOURNAL"]
+    assert mounts[journal] == str(compose_settings.data_dir("localstack") / "journal")
+    script = mounts["/etc/localstack/init/start.d/s3-journal.py"]
+    assert script == str(compose.COMPOSE_DIR / "localstack" / "s3-journal.py")
+    package = PROJECT_ROOT / "sandbox" / "services" / "s3_journal" / "sandbox_s3_journal"
+    assert mounts["/opt/sandbox/sandbox_s3_journal"] == str(package)
+    assert "from sandbox_s3_journal import install_journal" in (compose.COMPOSE_DIR / "localstack" / "s3-journal.py").read_text()
+
+
 def test_compose_ps_output_of_either_format_is_read():
     line = {"Service": "kafka", "State": "running", "Health": "healthy"}
     assert compose.parse_ps(json.dumps(line) + "\n") == [line]

@@ -1,0 +1,61 @@
+"""The S3 journal on the sandbox's side: reading it back in order, what a restore makes of it over a snapshot, and
+what a clean stop drops. (tests/e2e/test_lifecycle.py kills a real LocalStack and checks the lake that comes back.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sandbox.errors import SandboxError
+from sandbox.services import bucket_snapshot
+from sandbox.services.bucket_snapshot import SavedObject
+
+
+def put(key: str, etag: str = "e1", size: int = 1) -> dict:
+    return {"op": "put", "bucket": "lake", "key": key, "size": size, "etag": etag, "headers": {}, "metadata": {}}
+
+
+def write(path, changes: list[dict], tail: str = "") -> None:
+    path.write_text("".join(json.dumps(c) + "\n" for c in changes) + tail)
+
+
+def test_changes_come_back_oldest_first_across_files_set_aside(tmp_path):
+    write(tmp_path / "changes.20.jsonl", [put("b")])
+    write(tmp_path / "changes.3.jsonl", [put("a")])
+    write(tmp_path / "changes.jsonl", [put("c")])
+    assert [c["key"] for c in bucket_snapshot.journal_changes(tmp_path)] == ["a", "b", "c"]
+
+
+def test_a_last_line_cut_off_is_left_out_and_one_in_the_middle_is_an_error(tmp_path):
+    write(tmp_path / "changes.jsonl", [put("a")], tail='{"op": "put", "buck')
+    assert [c["key"] for c in bucket_snapshot.journal_changes(tmp_path)] == ["a"]
+    write(tmp_path / "changes.jsonl", [put("a")], tail='{"op": "put", "buck\n' + json.dumps(put("b")) + "\n")
+    with pytest.raises(SandboxError, match="changes.jsonl:2 is not a journaled change"):
+        bucket_snapshot.journal_changes(tmp_path)
+
+
+def test_the_journal_over_a_snapshot_gives_the_last_write_of_each_key_and_nothing_deleted(tmp_path):
+    saved = {("lake", k): (SavedObject("lake", k, 1, "old"), tmp_path) for k in ("kept", "rewritten", "deleted")}
+    buckets = {"lake"}
+    for change in [put("rewritten", "new"), {"op": "delete", "bucket": "lake", "key": "deleted"}, put("added"),
+                   put("added-then-deleted"), {"op": "delete", "bucket": "lake", "key": "added-then-deleted"},
+                   {"op": "create_bucket", "bucket": "gone"}, {**put("x"), "bucket": "gone"},
+                   {"op": "delete_bucket", "bucket": "gone"}]:
+        bucket_snapshot._apply(change, saved, buckets, tmp_path / "journal-blobs")
+    assert {key: obj.etag for (_, key), (obj, _) in saved.items()} == {"kept": "old", "rewritten": "new", "added": "e1"}
+    assert buckets == {"lake"}
+    assert saved["lake", "added"][1] == tmp_path / "journal-blobs", "a journaled object's bytes are the journal's"
+
+
+def test_a_clean_stop_drops_what_its_save_covers_and_keeps_what_came_after(tmp_path):
+    (tmp_path / "blobs").mkdir()
+    for blob in ("e1-1", "e2-1"):
+        (tmp_path / "blobs" / blob).write_bytes(b"x")
+    write(tmp_path / "changes.jsonl", [put("a", "e1")])
+    covered = bucket_snapshot.set_journal_aside(tmp_path)
+    assert not (tmp_path / "changes.jsonl").exists() and len(covered) == 1
+    write(tmp_path / "changes.jsonl", [put("b", "e2")])  # written by the hook while the save ran
+    bucket_snapshot.settle_journal(tmp_path, covered)
+    assert [c["key"] for c in bucket_snapshot.journal_changes(tmp_path)] == ["b"]
+    assert sorted(p.name for p in (tmp_path / "blobs").iterdir()) == ["e2-1"]
