@@ -51,4 +51,4 @@ bench: venv
 
 clean: venv
 	$(BIN)/sandbox reset --yes
-	rm -rf $(VENV) .tools reports
+	rm -rf $(VENV) reports

@@ -4,7 +4,9 @@ Resolution order for every setting: environment variable, then what the sandbox 
 brought up (`<state>/ports.json`), then the default. Environment variables:
 
 - `SANDBOX_STATE_DIR`   state directory (default `<project>/.sandbox`)
-- `SANDBOX_TOOLS_DIR`   installed tools: resolved jars, LocalStack's virtualenv (default `<project>/.tools`)
+- `SANDBOX_TOOLS_DIR`   installed tools: resolved jars, LocalStack's virtualenv, each in a directory named after
+  what it was built from, so every checkout on the machine shares them (default `cdc-sandbox/tools` in
+  `$XDG_CACHE_HOME` or `~/.cache`)
 - `SANDBOX_<SERVICE>_PORT`  port of a service (`POSTGRES`, `MYSQL`, `KAFKA`, `KAFKA_CONTROLLER`, `CONNECT`,
   `APICURIO`, `LOCALSTACK`)
 - `SANDBOX_<SERVICE>_HOST`  makes the service external: the sandbox does not start it and connects there
@@ -19,6 +21,7 @@ its declared stand-in (Postgres). On compose they live in the SQL Server contain
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field, replace
@@ -26,6 +29,7 @@ from pathlib import Path
 
 import yaml
 
+from sandbox import jvm
 from sandbox.errors import SandboxError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -162,7 +166,7 @@ class Settings:
         """`backend` overrides SANDBOX_BACKEND and the recorded choice (used once `sandbox up` has chosen)."""
         env = dict(os.environ if env is None else env)
         state_dir = Path(env.get("SANDBOX_STATE_DIR", PROJECT_ROOT / ".sandbox")).resolve()
-        tools_dir = Path(env.get("SANDBOX_TOOLS_DIR", PROJECT_ROOT / ".tools")).resolve()
+        tools_dir = Path(env.get("SANDBOX_TOOLS_DIR") or user_cache_dir(env) / "tools").resolve()
         backend = backend or _backend_from_env(env) or _read_recorded_backend(state_dir)
         recorded = _read_recorded_ports(state_dir)
         ports = {name: _port_from_env(env, name, recorded.get(name, default)) for name, default in DEFAULT_PORTS.items()}
@@ -225,11 +229,24 @@ class Settings:
     # Paths of installed tools.
     @property
     def jvm_dir(self) -> Path:
-        return self.tools_dir / "jvm"
+        return self.tools_dir / f"jvm-{_pom_build()}"
 
     @property
     def localstack_venv(self) -> Path:
-        return self.tools_dir / "localstack-venv"
+        from sandbox.install import localstack_fingerprint  # install imports this module
+
+        return self.tools_dir / f"localstack-{localstack_fingerprint()[:12]}"
+
+
+@functools.cache
+def _pom_build() -> str:
+    return jvm.pom_fingerprint()[:12]
+
+
+def user_cache_dir(env: dict[str, str]) -> Path:
+    """Where what every checkout on the machine can share is kept: `$XDG_CACHE_HOME/cdc-sandbox` or
+    `~/.cache/cdc-sandbox`."""
+    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cdc-sandbox"
 
 
 def _backend_from_env(env: dict[str, str]) -> str | None:

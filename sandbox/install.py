@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import hashlib
 import os
@@ -15,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from sandbox import jvm
@@ -88,11 +90,24 @@ def ensure_jvm_artifacts(settings: Settings) -> bool:
     return True
 
 
+def localstack_fingerprint() -> str:
+    return hashlib.sha256("\n".join(LOCALSTACK_REQUIREMENTS).encode()).hexdigest()
+
+
+@contextmanager
+def tools_lock(settings: Settings):
+    """One install at a time into the tools directory every checkout on the machine shares."""
+    settings.tools_dir.mkdir(parents=True, exist_ok=True)
+    with open(settings.tools_dir / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def ensure_localstack(settings: Settings) -> bool:
     """Create LocalStack's own virtualenv with its pinned packages, once. True if it installed."""
     venv = settings.localstack_venv
     stamp = venv / ".requirements-sha256"
-    fingerprint = hashlib.sha256("\n".join(LOCALSTACK_REQUIREMENTS).encode()).hexdigest()
+    fingerprint = localstack_fingerprint()
     if stamp.exists() and stamp.read_text().strip() == fingerprint:
         return False
     shutil.rmtree(venv, ignore_errors=True)

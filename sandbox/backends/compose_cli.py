@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sandbox.config import Settings
+from sandbox.config import Settings, user_cache_dir
 from sandbox.errors import SandboxError
 
 COMPOSE_MODULE = "github.com/docker/compose/v2"
@@ -29,8 +29,7 @@ VERSION_VARIABLE = f"{COMPOSE_MODULE}/internal.Version"
 
 
 def binary_path(settings: Settings) -> Path:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "cdc-sandbox" / f"compose-{COMPOSE_VERSION}" / "docker-compose"
+    return user_cache_dir(os.environ) / f"compose-{COMPOSE_VERSION}" / "docker-compose"
 
 
 def installed_version(binary: Path) -> str | None:

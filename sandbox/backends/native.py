@@ -71,10 +71,11 @@ def install_all(settings: Settings, report) -> None:
     native = {s.name for s in all_services(settings) if not s.external}
     installed = install.ensure_os_packages(native)
     report("os packages", "installed " + ", ".join(installed) if installed else "present")
-    report("jvm artifacts", "resolved with Maven" if install.ensure_jvm_artifacts(settings) else "present")
-    if "localstack" in native:
-        installed = install.ensure_localstack(settings) | install.ensure_s3_journal(settings)
-        report("localstack", "installed" if installed else "present")
+    with install.tools_lock(settings):
+        report("jvm artifacts", "resolved with Maven" if install.ensure_jvm_artifacts(settings) else "present")
+        if "localstack" in native:
+            installed = install.ensure_localstack(settings) | install.ensure_s3_journal(settings)
+            report("localstack", "installed" if installed else "present")
 
 
 def up(settings: Settings, report, skip_install: bool = False) -> None:

@@ -6,6 +6,7 @@ import struct
 
 import pytest
 
+from sandbox import install, jvm
 from sandbox.config import Settings
 from sandbox.connectors import connector_config, render
 from sandbox.errors import SandboxError
@@ -82,3 +83,12 @@ def test_wire_format_header():
         frame_global_id(b"\x01" + bytes(8))
     with pytest.raises(WireFormatError, match="shorter"):
         frame_global_id(b"\x00\x01")
+
+
+def test_tools_are_shared_through_the_user_cache_and_named_after_what_they_were_built_from(tmp_path):
+    settings = Settings.load({"XDG_CACHE_HOME": str(tmp_path / "cache"), "SANDBOX_STATE_DIR": str(tmp_path / "s")})
+    assert settings.tools_dir == tmp_path / "cache" / "cdc-sandbox" / "tools"
+    assert settings.jvm_dir.name == f"jvm-{jvm.pom_fingerprint()[:12]}"
+    assert settings.localstack_venv.name == f"localstack-{install.localstack_fingerprint()[:12]}"
+    chosen = Settings.load({"SANDBOX_TOOLS_DIR": str(tmp_path / "mine"), "SANDBOX_STATE_DIR": str(tmp_path / "s")})
+    assert chosen.jvm_dir.parent == tmp_path / "mine"
