@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -72,7 +73,9 @@ class Journal:
 
     def append(self, change: Change) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a") as handle:
+        private = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # it holds row values
+        os.fchmod(private, 0o600)  # also when an older sandbox created it readable by all
+        with os.fdopen(private, "a") as handle:
             handle.write(json.dumps(asdict(change), default=_json_value) + "\n")
         self._last = (self.path.stat().st_size, change.seq)
 

@@ -38,6 +38,8 @@ class KafkaConnect(NativeService):
             "offset.flush.interval.ms": 1000,
             "config.providers": "file",
             "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+            # A connector submitted through the REST API reads the sandbox's secrets and nothing else (KIP-993).
+            "config.providers.file.param.allowed.paths": str(self.settings.secrets_file.parent),
         }
 
     def prepare(self) -> None:

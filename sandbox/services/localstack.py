@@ -33,6 +33,7 @@ class LocalStack(NativeService):
 
     def prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.chmod(0o700)  # the saved lake and its journal hold row values
 
     def command(self) -> list[str]:
         return [str(self.settings.localstack_venv / "bin" / "python"), "-m", "localstack.runtime.main"]

@@ -1,10 +1,19 @@
-"""MariaDB, the MySQL-compatible server run natively: binlog in ROW format with full row images for Debezium."""
+"""MariaDB, the MySQL-compatible server run natively: binlog in ROW format with full row images for Debezium.
+
+Locked down for a shared machine: the administrative account is `root@localhost` (or, when the sandbox does not run
+as root, an account named after its OS user) through the unix_socket plugin alone, so only that OS account logs in
+as it, over a socket in a directory only it can enter; no account logs in without a password over TCP. The
+sandbox's own logins (credentials file, 0600) are the only ones that work over TCP.
+"""
 
 from __future__ import annotations
 
+import getpass
+import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pymysql
@@ -16,6 +25,7 @@ from sandbox.services.base import NativeService
 
 SQL_DIR = PROJECT_ROOT / "fixtures" / "sql" / "mysql"
 SERVER_ID = 1
+ACCESS_DENIED = (1045, 1698)  # no such account; the socket's OS user is not the account's
 CAPTURE_GRANTS = "SELECT, RELOAD, SHOW DATABASES, LOCK TABLES, REPLICATION SLAVE, BINLOG MONITOR"
 
 
@@ -34,14 +44,15 @@ class MariaDB(NativeService):
     def __init__(self, settings):
         super().__init__(settings)
         self.database = settings.topology.sources["mysql"].database
-        self.socket = settings.state_dir / "run" / "mysql.sock"
+        self.socket = socket_dir(settings.state_dir) / "mysql.sock"
 
     def prepare(self) -> None:
         if (self.data_dir / "mysql").is_dir():
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
         command = [server_binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data_dir}",
-                   "--auth-root-authentication-method=normal", "--skip-test-db"]
+                   "--auth-root-authentication-method=socket", f"--auth-root-socket-user={socket_user()}",
+                   "--skip-test-db"]
         if os.geteuid() == 0:
             command.append("--user=root")
         result = subprocess.run(command, capture_output=True, text=True)
@@ -51,6 +62,8 @@ class MariaDB(NativeService):
 
     def command(self) -> list[str]:
         self.socket.parent.mkdir(parents=True, exist_ok=True)
+        self.socket.parent.chmod(0o700)  # the socket itself is world-writable: its directory guards it
+        self.data_dir.chmod(0o700)
         args = [
             server_binary("mariadbd"), "--no-defaults",
             f"--datadir={self.data_dir}",
@@ -79,8 +92,17 @@ class MariaDB(NativeService):
                                database=database, connect_timeout=3, autocommit=True, **kwargs)
 
     def _connect_as_root(self):
-        """Before the sandbox's users exist, only the local root account (socket, no password) can log in."""
-        return pymysql.connect(unix_socket=str(self.socket), user="root", connect_timeout=3, autocommit=True)
+        """The administrative account: through the socket, as the OS account the sandbox runs as (or root, in a
+        data directory from before the lockdown, which `post_start` then locks down)."""
+        try:
+            return self._connect_by_socket(socket_user())
+        except pymysql.err.OperationalError as exc:
+            if socket_user() == "root" or exc.args[0] not in ACCESS_DENIED:
+                raise
+            return self._connect_by_socket("root")
+
+    def _connect_by_socket(self, user: str):
+        return pymysql.connect(unix_socket=str(self.socket), user=user, connect_timeout=3, autocommit=True)
 
     def is_ready(self) -> bool:
         conn = self.connect() if self.external else self._connect_as_root()
@@ -97,11 +119,23 @@ class MariaDB(NativeService):
         conn = self.connect() if self.external else self._connect_as_root()
         with conn, conn.cursor() as cur:
             if not self.external:
+                self._lock_down_accounts(cur)
                 self._ensure_users(cur)
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{self.database}`")
             for script in sorted(SQL_DIR.glob("*.sql")):
                 for statement in split_statements(script.read_text()):
                     cur.execute(statement)
+
+    def _lock_down_accounts(self, cur) -> None:
+        """What an older sandbox's data directory still has: password-less root over TCP, anonymous accounts."""
+        cur.execute("SELECT user, host FROM mysql.user WHERE (user IN ('root', %s) AND host <> 'localhost') "
+                    "OR user = ''", (socket_user(),))
+        for user, host in cur.fetchall():
+            cur.execute("DROP USER %s@%s", (user, host))
+        for account in dict.fromkeys(["root", socket_user()]):
+            cur.execute("CREATE USER IF NOT EXISTS %s@'localhost' IDENTIFIED VIA unix_socket", (account,))
+            cur.execute("ALTER USER %s@'localhost' IDENTIFIED VIA unix_socket", (account,))
+            cur.execute("GRANT ALL PRIVILEGES ON *.* TO %s@'localhost' WITH GRANT OPTION", (account,))
 
     def _ensure_users(self, cur) -> None:
         admin = login(self.settings, "mysql", "admin")
@@ -111,6 +145,18 @@ class MariaDB(NativeService):
             cur.execute("ALTER USER %s@'%%' IDENTIFIED BY %s", (who.user, who.password))
         cur.execute("GRANT ALL PRIVILEGES ON *.* TO %s@'%%' WITH GRANT OPTION", (admin.user,))
         cur.execute(f"GRANT {CAPTURE_GRANTS} ON *.* TO %s@'%%'", (dbz.user,))
+
+
+def socket_dir(state_dir: Path) -> Path:
+    """A private directory for the server's socket, named after the state directory: in the runtime directory
+    rather than the state directory, because a socket's path may not exceed 107 bytes."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / f"cdc-sandbox-{hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]}"
+
+
+def socket_user() -> str:
+    """The MariaDB account the sandbox administers the server with: the OS account it runs as."""
+    return "root" if os.geteuid() == 0 else getpass.getuser()
 
 
 def split_statements(script: str) -> list[str]:

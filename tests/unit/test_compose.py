@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import xml.etree.ElementTree as ET
+from pathlib import PurePosixPath
 
 import pytest
 
@@ -188,13 +189,17 @@ def test_the_worker_is_configured_as_natively(compose_binary, compose_settings):
     environment = rendered(compose_binary, compose_settings)["services"]["connect"]["environment"]
     on_compose = compose.connect_worker_properties(environment)
     natively = {k: str(v) for k, v in KafkaConnect(compose_settings).worker_properties().items()}
-    addresses = {"bootstrap.servers", "listeners", "rest.advertised.host.name", "rest.advertised.port", "plugin.path"}
+    addresses = {"bootstrap.servers", "listeners", "rest.advertised.host.name", "rest.advertised.port", "plugin.path",
+                 "config.providers.file.param.allowed.paths"}
     # Natively the plugins get ServiceLoader manifests when they are installed; the image's entrypoint puts an
     # Apicurio converter without them on the plugin path, so there the worker keeps scanning for plugins.
     native_only = {"plugin.discovery"}
     assert {k: v for k, v in on_compose.items() if k not in addresses} == \
         {k: v for k, v in natively.items() if k not in addresses | native_only}
     assert environment["ENABLE_APICURIO_CONVERTERS"] == "true"
+    allowed = "config.providers.file.param.allowed.paths"
+    assert on_compose[allowed] == str(PurePosixPath(compose.CONNECT_SECRETS).parent)
+    assert natively[allowed] == str(compose_settings.secrets_file.parent)
 
 
 def test_topics_and_topology_match(native_settings, compose_settings):

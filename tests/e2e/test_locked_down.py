@@ -1,0 +1,62 @@
+"""A sandbox on a shared machine does not open its data to the machine's other accounts: MariaDB takes no
+password-less login and its socket is its owner's alone, Kafka Connect's file provider reads the sandbox's secrets
+directory and nothing else, and the files holding secrets or row values are private."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+
+import pymysql
+import pytest
+import requests
+
+from sandbox.services.mariadb import MariaDB
+
+pytestmark = [pytest.mark.e2e]
+
+POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
+
+
+def test_mariadb_takes_no_root_login_over_tcp(sandbox):
+    endpoint = sandbox.endpoint("mysql")
+    for user in ("root", ""):
+        with pytest.raises(pymysql.err.OperationalError):
+            pymysql.connect(host=endpoint.host, port=endpoint.port, user=user, connect_timeout=3)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to another OS account needs root")
+def test_another_os_account_cannot_reach_mariadbs_socket_or_data(sandbox):
+    mariadb = MariaDB(sandbox)
+    as_nobody = subprocess.run(["su", "nobody", "-s", "/bin/sh", "-c",
+                                f"mariadb --socket={mariadb.socket} -uroot -e 'SELECT 1'; ls {mariadb.data_dir}"],
+                               capture_output=True, text=True, timeout=30)
+    assert as_nobody.returncode != 0
+    assert "Can't connect" in as_nobody.stderr and "Permission denied" in as_nobody.stderr, as_nobody.stderr
+    assert stat.S_IMODE(mariadb.socket.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(mariadb.data_dir.stat().st_mode) == 0o700
+
+
+def resolved_tasks_max(sandbox, reference: str) -> str:
+    """What the worker's config providers make of `reference`: validation reports the value it could not use."""
+    response = requests.put(f"{sandbox.url('connect')}/connector-plugins/{POSTGRES_CONNECTOR}/config/validate",
+                            json={"connector.class": POSTGRES_CONNECTOR, "tasks.max": reference,
+                                  "topic.prefix": "probe", "database.hostname": "probe"}, timeout=30)
+    response.raise_for_status()
+    field = next(c["value"] for c in response.json()["configs"] if c["value"]["name"] == "tasks.max")
+    return " ".join(field["errors"])
+
+
+def test_a_connector_can_read_the_secrets_directory_and_no_other_file(sandbox):
+    secrets = sandbox.secrets_file
+    assert "Invalid value debezium" in resolved_tasks_max(sandbox, f"${{file:{secrets}:postgres.debezium.user}}")
+    refused = resolved_tasks_max(sandbox, "${file:/etc/os-release:ID}")
+    assert "${file:/etc/os-release:ID}" in refused, refused
+
+
+def test_secrets_and_the_change_journal_are_their_owners_alone(sandbox, mutator):
+    mutator.touch("category")  # the journal exists
+    for path in (sandbox.secrets_file, mutator.journal.path):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert stat.S_IMODE(sandbox.secrets_file.parent.stat().st_mode) == 0o700
