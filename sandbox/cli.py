@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sandbox import job, tickit, tickit_download
+from sandbox import job, orphans, tickit, tickit_download
 from sandbox.backends import compose, native, select
 from sandbox.checkpoint import unvouched_batch
 from sandbox.config import Settings
@@ -76,7 +76,9 @@ def down():
 
 @app.command()
 def status():
-    """Show every service and connector: state, address, pid, version."""
+    """Show every service and connector: state, address, pid, version (and stop what killed test sessions left)."""
+    for line in orphans.reap():
+        console.print(line, highlight=False)
     try:
         _print_status(Settings.load())
     except SandboxError as exc:

@@ -73,6 +73,7 @@ def sandbox(request, sandbox_settings: Settings):
     """A running sandbox. Attach: the project's (started, without installing, if it is down). Ephemeral: a new
     stack for this session on free ports, with testcontainers where a Docker engine answers, natively otherwise;
     removed afterwards."""
+    from sandbox import orphans
     from sandbox.backends import compose, native, select
 
     quiet = lambda name, outcome: None  # noqa: E731
@@ -81,11 +82,14 @@ def sandbox(request, sandbox_settings: Settings):
             with compose.ephemeral_stack() as settings:
                 yield settings
             return
+        orphans.reap()  # what sessions that were killed left running
         native.up(sandbox_settings, quiet)
+        entry = orphans.register(sandbox_settings, native.all_services(sandbox_settings))
         try:
             yield sandbox_settings
         finally:
             native.down(sandbox_settings, quiet)
+            entry.unlink(missing_ok=True)
         return
     backend = _backend(sandbox_settings)
     statuses, connectors = backend.status(sandbox_settings)

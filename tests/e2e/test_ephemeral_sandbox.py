@@ -1,14 +1,19 @@
 """A user's own suite, outside this project, gets the plugin's fixtures through the entry point; with
-`--sandbox=ephemeral` it runs against a sandbox of its own on free ports in a temporary directory, removed after."""
+`--sandbox=ephemeral` it runs against a sandbox of its own on free ports in a temporary directory, removed after,
+and removed later by `sandbox status` (or the next ephemeral session) when the session was killed."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 
 import pytest
 
 from sandbox.config import DEFAULT_PORTS
+from sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -38,6 +43,13 @@ def listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+@pytest.fixture
+def pytester(pytester, sandbox_settings, monkeypatch):
+    """pytester gives its sessions a HOME of their own: the installed tools are found through the variable."""
+    monkeypatch.setenv("SANDBOX_TOOLS_DIR", str(sandbox_settings.tools_dir))
+    return pytester
+
+
 def test_ephemeral_sandbox_for_a_users_suite(pytester, sandbox_settings):
     pytester.makepyfile(test_users_suite=USER_SUITE)
     result = pytester.runpytest_subprocess("--sandbox=ephemeral", "-p", "no:cacheprovider", "-q",
@@ -47,3 +59,36 @@ def test_ephemeral_sandbox_for_a_users_suite(pytester, sandbox_settings):
     assert seen["state_dir"] != str(sandbox_settings.state_dir)
     assert not set(seen["ports"].values()) & set(DEFAULT_PORTS.values()), "free ports, not the defaults"
     assert [port for port in seen["ports"].values() if listening(port)] == [], "stopped after the session"
+
+
+HOLDING_SUITE = '''
+import json
+import time
+from pathlib import Path
+
+
+def test_holds_its_ephemeral_sandbox_until_killed(sandbox):
+    Path("seen.json").write_text(json.dumps({"ports": sandbox.ports}))
+    while not Path("released").exists():  # nothing writes it: the outer test kills this session here
+        time.sleep(0.2)
+'''
+
+
+def test_a_killed_session_leaves_no_sandbox_running(pytester):
+    pytester.makepyfile(test_holding=HOLDING_SUITE)
+    session = subprocess.Popen([sys.executable, "-m", "pytest", "--sandbox=ephemeral", "-p", "no:cacheprovider",
+                                "-q", "test_holding.py"], cwd=pytester.path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: (pytester.path / "seen.json").exists() or session.poll() is not None, 600,
+                   "the session's ephemeral sandbox to be up")
+        assert session.poll() is None, "the session ended before it could be killed"
+    finally:
+        session.kill()
+        session.wait()
+    ports = json.loads((pytester.path / "seen.json").read_text())["ports"]
+    assert [port for port in ports.values() if listening(port)], "the dead session's sandbox runs on"
+    shown = subprocess.run([sys.executable, "-m", "sandbox", "status"], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "COLUMNS": "400"})
+    assert f"stopped an ephemeral sandbox left by dead pytest session {session.pid}" in shown.stdout, shown.stdout
+    assert [port for port in ports.values() if listening(port)] == [], "nothing of it runs after `sandbox status`"
