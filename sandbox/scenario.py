@@ -18,7 +18,8 @@ from sandbox.changes import ChangeReader, end_offsets
 from sandbox.errors import SandboxError
 from sandbox.mutations import LOGICAL_TYPES, Mutator
 from sandbox.oracle import Oracle, OracleMismatch
-from tickit_data.schema import DECIMAL, TABLES, get_table
+from tickit_data.schema import (BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, STR, TABLES, TIMESTAMP,
+                                 get_table)
 
 TOP_LEVEL = {"name", "description", "tables", "job", "given", "steps"}
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits"}
@@ -143,6 +144,8 @@ class _Validator:
             if key not in JOB_OPTIONS:
                 self.fail(job, f"unknown job option {key!r}; allowed: {', '.join(sorted(JOB_OPTIONS))}", key)
         given = raw.get("given") or {}
+        if not isinstance(given, dict):
+            self.fail(raw, "given is a mapping of table names to lists of rows", "given")
         for table, rows in given.items():
             self.table_name(given, table, table, allowed=tables)
             if not isinstance(rows, list):
@@ -164,7 +167,7 @@ class _Validator:
             self.fail(where, f"table {table!r} is not in this scenario's tables", key)
         return table
 
-    def row(self, row, table: str, full: bool = False, only_key: bool = False) -> None:
+    def row(self, row, table: str, full: bool = False, only_key: bool = False, with_key: bool = False) -> None:
         if not isinstance(row, dict) or not row:
             self.fail(row, f"expected a mapping of {table} columns to values")
         schema = get_table(table)
@@ -172,8 +175,12 @@ class _Validator:
         for column in row:
             if column not in known:
                 self.fail(row, f"{table} has no column {column!r}", column)
+            if column in schema.column_names and not _fits(schema.column(column).type, row[column]):
+                self.fail(row, f"{table}.{column} is {schema.column(column).type}, not {row[column]!r}", column)
         if only_key and set(row) != set(schema.primary_key):
             self.fail(row, f"a key of {table} names exactly {', '.join(schema.primary_key)}")
+        if with_key and not set(schema.primary_key) <= set(row):
+            self.fail(row, f"an expected row of {table} names its key: {', '.join(schema.primary_key)}")
         if full:
             missing = [c.name for c in schema.columns if not c.nullable and c.name not in row]
             if missing:
@@ -257,11 +264,29 @@ class _Validator:
             for key in spec:
                 if key not in ("rows", "deleted", "absent"):
                     self.fail(spec, f"unknown expectation {key!r}; use rows, deleted or absent", key)
+                if not isinstance(spec[key], list):
+                    self.fail(spec, f"expect.{table}.{key} is a list of rows", key)
             for row in spec.get("rows", []):
-                self.row(row, table)
+                self.row(row, table, with_key=True)
             for key in spec.get("deleted", []) + spec.get("absent", []):
                 self.row(key, table, only_key=True)
         return {"label": str(args["label"]), "expect": dict(expect)}
+
+
+def _fits(logical_type: str, value) -> bool:
+    """Whether a YAML value can be written to a column of this type (NULL fits any: the database judges that)."""
+    if value is None:
+        return True
+    if logical_type in (INT, SMALLINT):
+        low, high = INTEGER_RANGES[logical_type]
+        return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    if logical_type == DECIMAL:
+        try:
+            return not isinstance(value, bool) and Decimal(str(value)).is_finite()
+        except ArithmeticError:
+            return False
+    return isinstance(value, {STR: str, DATE: dt.date, TIMESTAMP: dt.datetime, BOOL: bool}[logical_type]) and not (
+        logical_type == DATE and isinstance(value, dt.datetime))
 
 
 # --- running -------------------------------------------------------------------------------------------------

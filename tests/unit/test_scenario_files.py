@@ -68,6 +68,14 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
     (OUTAGE.replace("  - update:", "  - pause:\n  - update:"), 7, "but the job is paused"),
     (GOOD.replace("- check: end", "- grow_topic: {table: category, key: {catid: 1}}"), 6,
      "grow_topic takes set, table, not 'key'"),
+    (GOOD.replace("steps:", "given: [{catid: 1}]\nsteps:"), 3, "given is a mapping of table names"),
+    (GOOD.replace("- check: end", "- check: {label: end, expect: {category: {deleted: {catid: 1}}}}"), 6,
+     "expect.category.deleted is a list of rows"),
+    (GOOD.replace("- check: end", "- check: {label: end, expect: {category: {rows: [{catdesc: x}]}}}"), 6,
+     "an expected row of category names its key: catid"),
+    (GOOD.replace("key: {catid: 1}", "key: {catid: one}"), 5, "category.catid is smallint, not 'one'"),
+    (GOOD.replace("key: {catid: 1}", "key: {catid: 40000}"), 5, "category.catid is smallint, not 40000"),
+    (GOOD.replace("set: {catdesc: x}", "set: {catdesc: 5}"), 5, "category.catdesc is str, not 5"),
 ])
 def test_a_malformed_scenario_names_file_line_and_reason(tmp_path, text, line, reason):
     path = tmp_path / "broken.yaml"
