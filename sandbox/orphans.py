@@ -30,8 +30,10 @@ def register(settings: Settings, services) -> Path:
     entry = registry() / f"{uuid.uuid4().hex}.json"
     entry.parent.mkdir(parents=True, exist_ok=True)
     processes = [_identity(pid) | {"service": svc.name} for svc in services if (pid := svc.pid()) is not None]
-    entry.write_text(json.dumps({"state_dir": str(settings.state_dir), "owner": _identity(os.getpid()),
-                                 "processes": processes}))
+    partial = entry.with_suffix(".partial")  # a reaper reading the registry never sees half an entry
+    partial.write_text(json.dumps({"state_dir": str(settings.state_dir), "owner": _identity(os.getpid()),
+                                   "processes": processes}))
+    partial.rename(entry)
     return entry
 
 
