@@ -3,6 +3,7 @@ job's last committed micro-batch reached. Any job that checkpoints to the lake c
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from urllib.parse import urlparse
@@ -53,8 +54,8 @@ def unvouched_batch(s3, lake: str) -> str | None:
     copy, objects deleted by hand) and the job would go on from past it without ever writing it again."""
     bucket, prefix = split_uri(f"{lake}/checkpoints")
     batches = committed_batches(s3, bucket, prefix)
-    reading = next((n for n in reversed(batches) if _offsets(s3, bucket, prefix, n) != _offsets_before(
-        s3, bucket, prefix, n)), None)
+    offsets = functools.cache(lambda batch: _offsets(s3, bucket, prefix, batch))  # each file read once
+    reading = next((n for n in reversed(batches) if offsets(n) != _start_of(n, offsets)), None)
     if reading is None:
         return None
     _, bronze = split_uri(f"{lake}/bronze")
@@ -75,10 +76,9 @@ def _offsets(s3, bucket: str, prefix: str, batch: int) -> dict | None:
     return json.loads(body.splitlines()[2])
 
 
-def _offsets_before(s3, bucket: str, prefix: str, batch: int) -> dict:
+def _start_of(batch: int, offsets) -> dict:
     """The offsets the batch started from: the previous batch's end, or nothing read yet for the first batch."""
-    previous = _offsets(s3, bucket, prefix, batch - 1) if batch > 0 else None
+    previous = offsets(batch - 1) if batch > 0 else None
     if previous is not None:
         return previous
-    now = _offsets(s3, bucket, prefix, batch) or {}
-    return {topic: {p: 0 for p in partitions} for topic, partitions in now.items()}
+    return {topic: {p: 0 for p in partitions} for topic, partitions in (offsets(batch) or {}).items()}

@@ -63,14 +63,13 @@ def test_ephemeral_sandbox_for_a_users_suite(pytester, sandbox_settings):
 
 HOLDING_SUITE = '''
 import json
-import time
+import threading
 from pathlib import Path
 
 
 def test_holds_its_ephemeral_sandbox_until_killed(sandbox):
     Path("seen.json").write_text(json.dumps({"ports": sandbox.ports}))
-    while not Path("released").exists():  # nothing writes it: the outer test kills this session here
-        time.sleep(0.2)
+    threading.Event().wait()  # never set: the outer test kills this session here
 '''
 
 
