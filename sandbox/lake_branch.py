@@ -34,6 +34,7 @@ RETAINED_COMMITS = 2
 # spanning many schema versions of a table cost a branch 20 s; a user's second module 22-27 s -> 15-17 s).
 CATCH_UP_LAG = 500
 COPY_WORKERS = 8
+EARLIEST = -2  # a starting offset, as Spark's Kafka source spells "from the partition's start"
 LAYOUT_MARKER = "position-layout"  # in the baseline's lake: the POSITION_LAYOUT of the job that wrote it
 
 
@@ -65,7 +66,7 @@ class LakeBranches:
             return None
         for spec in specs:
             copy_prefix(self.s3, self.baseline.path(spec.table), f"{lake}/silver/{spec.table}")
-        return {spec.topic: offsets[spec.topic] for spec in specs}
+        return from_earliest_where_unread(self.settings, {spec.topic: offsets[spec.topic] for spec in specs})
 
     def _current_layout(self) -> bool:
         """False for a baseline an earlier version of the job wrote in another layout (rebuilt, not copied).
@@ -114,6 +115,20 @@ def copy_prefix(s3, source: str, target: str) -> int:
     with ThreadPoolExecutor(COPY_WORKERS) as pool:
         list(pool.map(copy, keys))
     return len(keys)
+
+
+def from_earliest_where_unread(settings: Settings, offsets: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """`offsets` with each partition added to its topic since they were taken at -2 (Spark: the earliest offset):
+    the baseline never read those, and Spark refuses starting offsets that leave out a partition."""
+    consumer = Consumer({"bootstrap.servers": settings.endpoint("kafka").address, "group.id": "sandbox-branch"})
+    try:
+        complete = {}
+        for topic, known in offsets.items():
+            partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+            complete[topic] = {str(p): known.get(str(p), EARLIEST) for p in sorted(partitions)}
+        return complete
+    finally:
+        consumer.close()
 
 
 def topic_lag(settings: Settings, offsets: dict[str, dict[str, int]], topics: list[str]) -> int | None:

@@ -15,6 +15,7 @@ equal the snapshot just checked; later, with newer commits on top, it tests that
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,7 @@ from tickit_data.ddl import quote
 from tickit_data.schema import get_table
 
 MAX_DIFF_LINES = 25
+TABLE_CHECK_THREADS = 4
 
 
 class OracleMismatch(AssertionError):
@@ -66,6 +68,7 @@ class RunStats:
 
 
 RUN_STATS = RunStats()
+STATS_LOCK = threading.Lock()  # the oracle checks several tables at once
 
 
 @dataclass
@@ -146,8 +149,7 @@ class Oracle:
         self.stats.seconds_waiting += time.monotonic() - started
         self._check_one_batch(commits)
         recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
-        for entry in recorded.values():
-            self._check_round(entry)
+        _each_table(self._check_round, list(recorded.values()))
         self.stats.rounds += 1
         self.rounds += 1
         return recorded
@@ -200,21 +202,23 @@ class Oracle:
         against a full read of the source. Nothing to repeat if no round ran since the last verification."""
         if self._verified_after == self.rounds:
             return
-        for table, entries in self.recorded.items():
-            latest = entries[-1]
-            # While the latest recorded commit is the table's newest, time travel to it reads what a snapshot reads
-            # (the round checked that snapshot): one read then serves both checks below.
-            head = _ReadOnce(lambda r: r.as_of_batches(latest.shape, latest.commit)) \
-                if self._last_instant(table) == latest.commit.instant else None
-            for previous, entry in zip([None, *entries], entries):
-                read = head if entry is latest and head else lambda r, e=entry: r.as_of_batches(e.shape, e.commit)
-                self._check("time travel", entry, read, entry.state)
-                if previous is not None:
-                    self._check_changes(previous, entry)
-            rows = read_source(self.settings, self.mutator.placement(table), latest.shape)
-            source = {latest.shape.key_of(row): row for row in rows}
-            self._check("snapshot vs source", latest, head or (lambda r: r.snapshot_batches(latest.shape)), source)
+        _each_table(self._verify_table, list(self.recorded.values()))
         self._verified_after = self.rounds
+
+    def _verify_table(self, entries: list[Recorded]) -> None:
+        latest = entries[-1]
+        # While the latest recorded commit is the table's newest, time travel to it reads what a snapshot reads
+        # (the round checked that snapshot): one read then serves both checks below.
+        head = _ReadOnce(lambda r: r.as_of_batches(latest.shape, latest.commit)) \
+            if self._last_instant(latest.table) == latest.commit.instant else None
+        for previous, entry in zip([None, *entries], entries):
+            read = head if entry is latest and head else lambda r, e=entry: r.as_of_batches(e.shape, e.commit)
+            self._check("time travel", entry, read, entry.state)
+            if previous is not None:
+                self._check_changes(previous, entry)
+        rows = read_source(self.settings, self.mutator.placement(latest.table), latest.shape)
+        source = {latest.shape.key_of(row): row for row in rows}
+        self._check("snapshot vs source", latest, head or (lambda r: r.snapshot_batches(latest.shape)), source)
 
     # --- the expected state --------------------------------------------------------------------------------
     def _new_changes(self) -> list[Change]:
@@ -252,21 +256,25 @@ class Oracle:
         """The Kafka (partition, offset) of each target table's last event of the round, read from its topic; the
         pipeline's wait fails at once if the job commits past it without silver reaching the target."""
         last = {c.table: c for c in changes if c.table in targets and c.debezium_ops}
-        landmarks = {}
-        for table, change in last.items():
-            if change.seq in self._located:  # found when the job resumed
-                landmarks[table] = self._located[change.seq]
-                continue
-            topic = self.pipeline.config.spec(table).topic
+        with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(last)))) as pool:
+            found = dict(zip(last, pool.map(lambda change: self._find_event(change, deadline), last.values())))
+        for table, (topic, partition, offset) in found.items():
+            self.kafka_floor.setdefault(topic, {})[partition] = max(offset + 1,
+                                                                    self.kafka_floor[topic].get(partition, 0))
+        return {table: (partition, offset) for table, (_, partition, offset) in found.items()}
+
+    def _find_event(self, change: Change, deadline: float) -> tuple[str, int, int]:
+        """The topic, partition and offset of the change's last event (remembered: found once per change)."""
+        topic = self.pipeline.config.spec(change.table).topic
+        if change.seq not in self._located:  # else found when the job resumed
             op = change.debezium_ops[-1]
             with ChangeReader(self.settings.endpoint("kafka").address, topic, self.registry,
                               from_offsets=self.kafka_floor.get(topic)) as reader:
                 event = reader.wait_for(lambda e: e.value is not None and change.produced_by(e.value, e.key, op),
                                         max(1.0, deadline - time.monotonic()),
                                         f"{op!r} of journal entry {change.seq} ({change.kind} {change.key})")
-            landmarks[table] = self._located[change.seq] = (event.partition, event.offset)
-            self.kafka_floor.setdefault(topic, {})[event.partition] = event.offset + 1
-        return landmarks
+            self._located[change.seq] = (event.partition, event.offset)
+        return (topic, *self._located[change.seq])
 
     def _add_column(self, change: Change) -> None:
         shape = self.shapes[change.table]
@@ -320,7 +328,8 @@ class Oracle:
             expected = {key: row for key, row in expected.items() if row is not None}
         self._check(f"incremental after {previous.commit.instant}", entry,
                     lambda r: r.changes_batches(shape, previous.commit, entry.commit), expected, live_only=False)
-        self.stats.incremental_ranges += 1
+        with STATS_LOCK:
+            self.stats.incremental_ranges += 1
 
     def _check(self, what: str, entry: Recorded, read, expected: Rows, live_only: bool = True) -> None:
         """`read(reader)` gives the reader's Arrow batches. Live-row checks compare sorted Arrow columns first; Python
@@ -334,10 +343,11 @@ class Oracle:
                 self._count_read(name, seconds, len(expected))
         self._check_keys_and_types(what, entry, batches_by_reader)
         self._check_deleted_rows(what, entry, batches_by_reader, None if live_only else set(expected))
-        if what.startswith("time travel"):
-            self.stats.time_travel_instants.add((entry.table, entry.commit.instant))
-        elif what.startswith("snapshot"):
-            self.stats.snapshots += 1
+        with STATS_LOCK:
+            if what.startswith("time travel"):
+                self.stats.time_travel_instants.add((entry.table, entry.commit.instant))
+            elif what.startswith("snapshot"):
+                self.stats.snapshots += 1
         expected_tables: dict = {}  # by the reader's schema: built once when both readers give the same types
         if live_only and all(self._equal_as_arrow(shape, batches, expected, expected_tables)
                              for batches in batches_by_reader.values()):
@@ -408,8 +418,17 @@ class Oracle:
             return False
 
     def _count_read(self, reader: str, seconds: float, rows: int) -> None:
-        self.stats.seconds_by_reader[reader] = self.stats.seconds_by_reader.get(reader, 0.0) + seconds
-        self.stats.rows_compared += rows
+        with STATS_LOCK:
+            self.stats.seconds_by_reader[reader] = self.stats.seconds_by_reader.get(reader, 0.0) + seconds
+            self.stats.rows_compared += rows
+
+
+def _each_table(check, entries: list) -> None:
+    """`check(entry)` for every table's entry, several tables at once: a check's reads are short Spark jobs and
+    hudi-rs scans that wait on S3 and on scheduling more than on the CPU. The first table's failure, in order, is
+    raised."""
+    with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(entries)))) as pool:
+        list(pool.map(check, entries))
 
 
 def _timed(work, arg):

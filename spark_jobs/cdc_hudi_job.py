@@ -22,6 +22,7 @@ import argparse
 import json
 import re
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -163,15 +164,17 @@ def written_with_buckets(file_name: str, buckets: int) -> bool:
 
 
 _REGISTERED: set[tuple[str, str]] = set()  # (catalog table, location) registered in this process
+_REGISTERING = threading.Lock()
 
 
 def register(spark: SparkSession, config: JobConfig, table: str) -> None:
     """Make `SELECT * FROM <catalog_database>.<table>` work in this session's catalog (once per table)."""
     if not config.catalog_database or (f"{config.catalog_database}.{table}", config.silver_path(table)) in _REGISTERED:
         return
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.catalog_database}")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {config.catalog_database}.`{table}` USING hudi "
-              f"LOCATION '{config.silver_path(table)}'")
+    with _REGISTERING:  # "IF NOT EXISTS" is checked, then acted on: two jobs of one session must not race on it
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.catalog_database}")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {config.catalog_database}.`{table}` USING hudi "
+                  f"LOCATION '{config.silver_path(table)}'")
     _REGISTERED.add((f"{config.catalog_database}.{table}", config.silver_path(table)))
 
 

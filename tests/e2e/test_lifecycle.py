@@ -101,7 +101,7 @@ def test_bucket_snapshot_keeps_keys_bytes_and_headers_and_saves_only_what_change
 def test_down_and_up_and_a_killed_localstack_keep_the_lake_and_the_job_goes_on_writing_it(
         request, sandbox, spark, mutator, s3, pipeline_factory):
     timeout = request.config.getoption("--oracle-timeout")
-    harness_lake = pipeline_factory(only=["category", "sale"])
+    harness_lake = pipeline_factory(only=["category", "date"])
     # spark-submit's lake holds `category` alone: its whole history is small, and the user's default lake is left alone
     submitted_lake = Pipeline(sandbox, job.job_config(sandbox, lake=new_lake(sandbox, "submitted"), only=["category"]),
                               spark, owns_session=False, drives_job=False)
@@ -109,7 +109,7 @@ def test_down_and_up_and_a_killed_localstack_keep_the_lake_and_the_job_goes_on_w
     harness = Oracle(sandbox, harness_lake, mutator, timeout=timeout)
     submitted = Oracle(sandbox, submitted_lake, mutator, timeout=timeout)
 
-    harness.track(["category", "sale"])
+    harness.track(["category", "date"])
     change_rows(mutator, "before the restart")
     harness.round("before the restart")
     shown = sandbox_cli(*job_run, timeout=1200)
@@ -165,6 +165,6 @@ def delete_scratch(s3, uri: str) -> None:
 def change_rows(mutator, note: str) -> None:
     """An update on each engine and a delete."""
     mutator.update("category", {"catid": 3}, {"catdesc": note})
-    mutator.touch("sale")
-    doomed = mutator.sample_row("sale", random.Random())
-    mutator.delete("sale", {"salesid": doomed["salesid"]})
+    mutator.touch("date")
+    doomed = mutator.sample_row("date", random.Random())
+    mutator.delete("date", {"dateid": doomed["dateid"]})
