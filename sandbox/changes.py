@@ -121,6 +121,22 @@ class ChangeReader:
         raise SandboxError(f"timed out after {timeout:.0f} s waiting on {self.topic} for {what} "
                            f"({len(self.events)} events read)", "check `sandbox status` and `sandbox logs connect`")
 
+    def read_to_end(self, timeout: float) -> list[ChangeEvent]:
+        """Every event up to the topic's end as it is now (those read before included)."""
+        ends = {tp.partition: tp.offset for tp in self._end_offsets()}
+        last: dict[int, int] = {}
+        for event in self.events:
+            last[event.partition] = max(last.get(event.partition, -1), event.offset)
+
+        def at_end(event: ChangeEvent | None = None) -> bool:
+            if event is not None:
+                last[event.partition] = event.offset
+            return all(last.get(partition, -1) >= end - 1 for partition, end in ends.items())
+
+        if not at_end():
+            self.wait_for(at_end, timeout, "the end of the topic")
+        return self.events
+
     def wait_for_change(self, change, timeout: float) -> list[ChangeEvent]:
         """Every event a journaled change must cause (a `mutations.Change`), in its operation order."""
         return [self.wait_for(lambda e, op=op: e.value is not None and change.produced_by(e.value, e.key, op),

@@ -112,6 +112,14 @@ class ConnectClient:
         self._put(name, "resume")
         self.wait_running(name)
 
+    def restart_failed(self, name: str) -> None:
+        """Restart the connector's failed parts (the connector, its tasks): they resume from the committed offsets."""
+        response = requests.post(f"{self.url}/connectors/{name}/restart",
+                                 params={"includeTasks": "true", "onlyFailed": "true"}, timeout=30)
+        if response.status_code >= 400:
+            raise SandboxError(f"Kafka Connect could not restart {name}: {response.text[:500]}",
+                               "see `sandbox logs connect`")
+
     def _put(self, name: str, action: str) -> None:
         response = requests.put(f"{self.url}/connectors/{name}/{action}", timeout=30)
         if response.status_code >= 400:
@@ -163,5 +171,7 @@ def register_all(settings: Settings, view: WorkerView | None = None) -> list[str
         client.put_config(source.connector, connector_config(settings, source, view))
         names.append(source.connector)
     for name in names:
+        if "FAILED" in connector_states(client.status(name)):  # e.g. its database was gone for a while
+            client.restart_failed(name)
         client.wait_running(name)
     return names
