@@ -49,9 +49,9 @@ def test_each_component_killed_while_the_job_runs_loses_nothing(request, sandbox
         recoveries.append(recover(sandbox, pipeline, oracle, component, killed_at))
     oracle.verify_history()
     with capsys.disabled():
-        print("\nfault        back up after   silver right after   job restarted")
-        for component, up_after, right_after, job_restarted in recoveries:
-            print(f"{component:<12} {up_after:>10.1f} s {right_after:>15.1f} s   {job_restarted}")
+        print("\nfault        back up after   silver right after   job restarted   connectors before `up`")
+        for component, up_after, right_after, job_restarted, connectors in recoveries:
+            print(f"{component:<12} {up_after:>10.1f} s {right_after:>15.1f} s   {job_restarted:<15} {connectors}")
 
 
 def connect_crash_resends(sandbox, pipeline, oracle, mutator, registry, rng, floor: dict) -> tuple:
@@ -97,6 +97,7 @@ def kill(settings, component: str) -> float:
 
 def recover(settings, pipeline, oracle, component: str, killed_at: float) -> tuple:
     """`sandbox up` restarts what died; a job that failed meanwhile is started again from its checkpoint."""
+    _, connectors = native.status(settings)
     native.up(settings, lambda name, outcome: None, skip_install=True)
     up_after = time.monotonic() - killed_at
     job_failed = pipeline.query.exception() is not None
@@ -104,4 +105,5 @@ def recover(settings, pipeline, oracle, component: str, killed_at: float) -> tup
         pipeline.stop_continuous()
         pipeline.start_continuous()
     oracle.round(f"after {component} was killed")
-    return component, up_after, time.monotonic() - killed_at, "yes" if job_failed else "no"
+    return (component, up_after, time.monotonic() - killed_at, "yes" if job_failed else "no",
+            " ".join(state for _, state in connectors))
