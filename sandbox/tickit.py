@@ -19,6 +19,10 @@ from itertools import islice
 from decimal import Decimal
 from pathlib import Path
 
+import psycopg2
+import pymssql
+import pymysql
+
 from sandbox.config import CapturedTable, Settings
 from sandbox.errors import SandboxError
 from sandbox.services.mariadb import MariaDB
@@ -63,11 +67,18 @@ SOURCE_SERVICES = {"postgres": Postgres, "mysql": MariaDB, "mssql": SqlServer}
 
 def connect(settings: Settings, placement: Placement):
     service = SOURCE_SERVICES[placement.captured.source](settings)
-    if placement.dialect == MYSQL:
-        return service.connect(local_infile=True)
-    if placement.dialect == SQLSERVER:
-        return service.connect(service.database)
-    return service.connect()
+    try:
+        if placement.dialect == MYSQL:
+            return service.connect(local_infile=True)
+        if placement.dialect == SQLSERVER:
+            return service.connect(service.database)
+        return service.connect()
+    except (psycopg2.OperationalError, pymysql.err.OperationalError, pymssql.OperationalError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SandboxError(f"cannot connect to {service.name} at {service.endpoint.address} for "
+                           f"{placement.table.name}: {reason}",
+                           "start it with `sandbox up` (`sandbox status` shows what runs); nothing was changed") \
+            from None
 
 
 def _create_namespace_sql(dialect: str, namespace: str) -> str:

@@ -31,10 +31,20 @@ def fetch(settings: Settings) -> Path:
             "load generated data instead (`sandbox load`, same tables and row counts), or copy the files of "
             "tickitdb.zip into a directory and run `sandbox load --from DIR`",
         ) from None
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(response.content))
+    except zipfile.BadZipFile:
+        raise SandboxError(f"{url} did not send a zip file ({len(response.content)} bytes of "
+                           f"{response.headers.get('Content-Type', 'unknown type')})", _OTHER_WAYS) from None
+    files = {Path(member).name: member for member in archive.namelist()}
+    missing = [t.tickit_file for t in TABLES if t.tickit_file not in files]
+    if missing:
+        raise SandboxError(f"the zip from {url} is not TICKIT: it lacks {', '.join(missing)}", _OTHER_WAYS)
     target.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
-        for member in archive.namelist():
-            name = Path(member).name
-            if name in {t.tickit_file for t in TABLES}:
-                (target / name).write_bytes(archive.read(member))
+    for table in TABLES:
+        (target / table.tickit_file).write_bytes(archive.read(files[table.tickit_file]))
     return target
+
+
+_OTHER_WAYS = ("check SANDBOX_TICKIT_URL, or load generated data instead (`sandbox load`), or copy the files of "
+               "tickitdb.zip into a directory and run `sandbox load --from DIR`")

@@ -131,3 +131,56 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
     finally:
         admin.delete_topics([topic])
         delete_prefix(s3, lake, whole_names=False)
+
+
+def sandbox_command(env: dict[str, str], *args: str) -> tuple[int, str]:
+    result = subprocess.run([sys.executable, "-m", "sandbox", *args], env=env, capture_output=True, text=True,
+                            timeout=120)
+    return result.returncode, " ".join((result.stdout + result.stderr).split())
+
+
+@pytest.mark.parametrize("command", [("load",), ("mutate", "delete", "date", '{"dateid": 1}'),
+                                     ("mutate", "update", "category", '{"catid": 1}', '{"catname": "x"}')])
+def test_load_and_mutate_with_the_databases_down_say_which_and_what_to_do(tmp_path, sandbox_settings, command):
+    env = scratch_sandbox_env(tmp_path, sandbox_settings)  # nothing listens on its ports
+    code, output = sandbox_command(env, *command)
+    assert code == 1 and "Traceback" not in output, output
+    assert "cannot connect to" in output and "sandbox up" in output, output
+    assert not (tmp_path / "state" / "journal.jsonl").exists() or \
+        not (tmp_path / "state" / "journal.jsonl").read_text().strip(), "nothing journaled"
+
+
+@pytest.mark.parametrize("body", [b"<html>not found</html>", "a zip without TICKIT"])
+def test_download_of_something_other_than_the_tickit_zip_says_so(tmp_path, sandbox_settings, body):
+    import http.server
+    import io
+    import threading
+    import zipfile
+
+    if isinstance(body, str):
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("readme.txt", "not the sample")
+        body = buffer.getvalue()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = scratch_sandbox_env(tmp_path, sandbox_settings,
+                                  SANDBOX_TICKIT_URL=f"http://127.0.0.1:{server.server_port}/tickitdb.zip")
+        code, output = sandbox_command(env, "load", "--download")
+    finally:
+        server.shutdown()
+    assert code == 1 and "Traceback" not in output, output
+    assert ("did not send a zip file" in output or "is not TICKIT" in output) and "sandbox load" in output, output
+    assert not (tmp_path / "state" / "tickit" / "real").exists(), "nothing kept of a wrong download"
