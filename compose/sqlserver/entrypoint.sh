@@ -4,7 +4,8 @@
 #   entrypoint.sh health   healthy when the server answers and CDC captures the source tables
 set -euo pipefail
 SQLCMD=$(ls /opt/mssql-tools18/bin/sqlcmd /opt/mssql-tools/bin/sqlcmd 2>/dev/null | head -n 1)
-sql() { "$SQLCMD" -S localhost -U sa -P "$MSSQL_SA_PASSWORD" -C -b -l 5 "$@"; }
+# The password goes in through sqlcmd's environment variable, never on its command line (any local user sees those).
+sql() { SQLCMDPASSWORD="$MSSQL_SA_PASSWORD" "$SQLCMD" -S localhost -U sa -C -b -l 5 "$@"; }
 
 if [ "${1:-}" = "health" ]; then
   exec > /dev/null

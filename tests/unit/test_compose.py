@@ -256,3 +256,19 @@ def test_the_testcontainers_stack_runs_the_same_files_and_ports(compose_binary, 
     assert config["name"] == compose.project_name(settings)
     assert set(config["services"]) == set(compose.SERVICES)
     assert config["services"]["mssql"]["ports"][0]["published"] == "21433"
+
+
+PASSWORD_ARGUMENT = re.compile(r"""(?:\s-p|\s-P|--password)[ =]?["']?\$+\{?\w*PASSWORD""")
+
+
+def test_no_password_is_put_on_a_command_line(compose_binary, compose_settings):
+    """Any local user can read a process's arguments: passwords reach commands through files or the environment."""
+    scripts = [compose.COMPOSE_FILE, *sorted((PROJECT_ROOT / "compose").rglob("*.sh"))]
+    for script in scripts:
+        for line in script.read_text().splitlines():
+            assert not PASSWORD_ARGUMENT.search(line), f"{script.name}: a password as an argument: {line.strip()}"
+    for name, service in rendered(compose_binary, compose_settings)["services"].items():
+        passwords = [v for k, v in (service.get("environment") or {}).items() if "PASSWORD" in k and v]
+        arguments = json.dumps([service.get("command"), service.get("entrypoint"),
+                                service.get("healthcheck", {}).get("test")])
+        assert passwords == [] or not any(p in arguments for p in passwords), f"{name}: a password in its commands"
