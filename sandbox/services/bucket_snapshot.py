@@ -86,10 +86,13 @@ def save(client, snapshot_dir: Path, buckets: list[str] | None = None) -> Outcom
         old = previous.get((bucket, obj["Key"], obj["ETag"].strip('"'), obj["Size"]))
         if old is not None and _link(previous_dir / BLOBS / old.blob, staging / BLOBS / old.blob):
             return old, False
-        return _download(client, bucket, obj["Key"], staging / BLOBS), True
+        try:
+            return _download(client, bucket, obj["Key"], staging / BLOBS), True
+        except client.exceptions.NoSuchKey:  # a writer (a job still running) deleted it since the listing: the
+            return None, False               # journal started before this save holds the delete, and replays it
 
     with ThreadPoolExecutor(WORKERS) as pool:
-        kept = list(pool.map(keep, listed))
+        kept = [(saved, downloaded) for saved, downloaded in pool.map(keep, listed) if saved is not None]
     objects = [saved for saved, _ in kept]
     _write_manifest(staging, buckets, objects)
     _swap_in(staging, snapshot_dir)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
+import pwd
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +23,7 @@ from sandbox.config import PROJECT_ROOT
 from sandbox.credentials import login
 from sandbox.errors import SandboxError
 from sandbox.services.base import NativeService
+from sandbox.services.postgres import allow_traversal
 
 SQL_DIR = PROJECT_ROOT / "fixtures" / "sql" / "mysql"
 SERVER_ID = 1
@@ -45,6 +47,8 @@ class MariaDB(NativeService):
         super().__init__(settings)
         self.database = settings.topology.sources["mysql"].database
         self.socket = socket_dir(settings.state_dir) / "mysql.sock"
+        # Run as root, the server drops to the `mysql` account of the distribution's package when it has one.
+        self.run_as = server_account() if os.geteuid() == 0 else None
 
     def prepare(self) -> None:
         if (self.data_dir / "mysql").is_dir():
@@ -54,7 +58,8 @@ class MariaDB(NativeService):
                    "--auth-root-authentication-method=socket", f"--auth-root-socket-user={socket_user()}",
                    "--skip-test-db"]
         if os.geteuid() == 0:
-            command.append("--user=root")
+            command.append(f"--user={self.run_as or 'root'}")
+        self._give_to_server_account(self.data_dir)
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             shutil.rmtree(self.data_dir, ignore_errors=True)
@@ -64,13 +69,15 @@ class MariaDB(NativeService):
         self.socket.parent.mkdir(parents=True, exist_ok=True)
         self.socket.parent.chmod(0o700)  # the socket itself is world-writable: its directory guards it
         self.data_dir.chmod(0o700)
+        self._give_to_server_account(self.socket.parent)
+        self._give_to_server_account(self.data_dir, recursive=True)  # a data directory root wrote before
         args = [
             server_binary("mariadbd"), "--no-defaults",
             f"--datadir={self.data_dir}",
             f"--bind-address={self.endpoint.host}",
             f"--port={self.endpoint.port}",
             f"--socket={self.socket}",
-            f"--pid-file={self.settings.state_dir / 'run' / 'mariadbd.pid'}",
+            f"--pid-file={self.socket.parent / 'mariadbd.pid'}",
             f"--log-bin={self.data_dir / 'binlog'}",
             "--binlog-format=ROW",
             "--binlog-row-image=FULL",
@@ -83,8 +90,18 @@ class MariaDB(NativeService):
             "--expire-logs-days=7",
         ]
         if os.geteuid() == 0:
-            args.append("--user=root")
+            args.append(f"--user={self.run_as or 'root'}")
         return args
+
+    def _give_to_server_account(self, path: Path, recursive: bool = False) -> None:
+        """Hand the path to the account the server runs as, and let it reach the path through its parents."""
+        if self.run_as is None:
+            return
+        account = pwd.getpwnam(self.run_as)
+        if path.stat().st_uid != account.pw_uid:
+            for item in [path, *(path.rglob("*") if recursive else [])]:
+                os.chown(item, account.pw_uid, account.pw_gid, follow_symlinks=False)
+        allow_traversal(path.parent)
 
     def connect(self, database: str | None = None, role: str = "admin", **kwargs):
         who = login(self.settings, "mysql", role)
@@ -152,6 +169,14 @@ def socket_dir(state_dir: Path) -> Path:
     rather than the state directory, because a socket's path may not exceed 107 bytes."""
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     return Path(base) / f"cdc-sandbox-{hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]}"
+
+
+def server_account() -> str | None:
+    """The OS account MariaDB's package made for the server (None where there is none: it then runs as root)."""
+    try:
+        return pwd.getpwnam("mysql").pw_name
+    except KeyError:
+        return None
 
 
 def socket_user() -> str:

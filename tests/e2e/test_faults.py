@@ -1,6 +1,7 @@
 """Kill anything, lose nothing: while the job runs continuously, each component is killed with SIGKILL in turn
 (Postgres, MariaDB, Kafka, Kafka Connect, Apicurio), changes go on where a database is still up, and `sandbox up`
-restarts what died. After each fault the oracle checks silver against the source (nothing lost, no key twice), and
+restarts what died; then `sandbox down` while the job writes a batch, and every service killed at once (a power
+cut). After each fault the oracle checks silver against the source (nothing lost, no key twice), and
 at the end time travel and incremental reads at every commit it recorded. Connect's crash makes Debezium re-send
 what it had delivered since its last offset flush: the test finds those real duplicates in Kafka and the oracle
 proves the job idempotent against them. LocalStack's crash is in test_lifecycle.py; the job's own crash in
@@ -19,7 +20,11 @@ import pytest
 
 from sandbox.backends import native
 from sandbox.changes import ChangeReader, end_offsets
+from sandbox.checkpoint import split_uri
 from sandbox.positions import event_position
+from sandbox.services import bucket_snapshot
+from sandbox.services.localstack import LocalStack
+from sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.faults]
 
@@ -29,8 +34,8 @@ FAULTS = ["postgres", "mysql", "kafka", "apicurio", "connect"]
 RESEND_ATTEMPTS = 3  # a Connect crash re-sends unless its offset flush (every 60 s) fell between delivery and kill
 
 
-def test_each_component_killed_while_the_job_runs_loses_nothing(request, sandbox, pipeline_factory, oracle_factory,
-                                                               mutator, registry, capsys):
+def test_each_component_killed_while_the_job_runs_loses_nothing(sandbox, pipeline_factory, oracle_factory, mutator,
+                                                               registry, s3, capsys):
     pipeline = pipeline_factory(only=TABLES)
     topics = [pipeline.config.spec(table).topic for table in TABLES]
     floor = end_offsets(sandbox.endpoint("kafka").address, topics)  # every event of this test lies past it
@@ -47,11 +52,19 @@ def test_each_component_killed_while_the_job_runs_loses_nothing(request, sandbox
         killed_at = kill(sandbox, component)
         change(mutator, rng, [t for t in TABLES if ENGINE_OF[t] != component])  # the engine still up goes on
         recoveries.append(recover(sandbox, pipeline, oracle, component, killed_at))
-    oracle.verify_history()
+    scratch = f"{pipeline.config.lake}-scratch"
+    change(mutator, rng, TABLES)
+    put_object(s3, f"{scratch}/saved-then-deleted")
+    recoveries.append(down_mid_batch_and_up(sandbox, pipeline, oracle, s3))
+    delete_object(s3, f"{scratch}/saved-then-deleted")  # in the snapshot, deleted since: must stay deleted
+    put_object(s3, f"{scratch}/written-since")
+    change(mutator, rng, TABLES)
+    recoveries.append(power_cut_and_up(sandbox, pipeline, oracle, s3))
+    oracle.verify_history()  # time travel to commits written between the two restarts: they came from the journal
     with capsys.disabled():
-        print("\nfault        back up after   silver right after   job restarted   connectors before `up`")
+        print("\nfault          back up after   silver right after   job restarted   connectors before `up`")
         for component, up_after, right_after, job_restarted, connectors in recoveries:
-            print(f"{component:<12} {up_after:>10.1f} s {right_after:>15.1f} s   {job_restarted:<15} {connectors}")
+            print(f"{component:<14} {up_after:>10.1f} s {right_after:>15.1f} s   {job_restarted:<15} {connectors}")
 
 
 def connect_crash_resends(sandbox, pipeline, oracle, mutator, registry, rng, floor: dict) -> tuple:
@@ -95,15 +108,67 @@ def kill(settings, component: str) -> float:
     return time.monotonic()
 
 
+def down_mid_batch_and_up(settings, pipeline, oracle, s3) -> tuple:
+    """`sandbox down` (every service SIGTERM'd, LocalStack saving the lake) once the job has a batch running; `up`
+    brings back exactly what was saved."""
+    wait_until(lambda: pipeline.query.status["isTriggerActive"]
+               and pipeline.query.status["message"] != "Waiting for data to arrive", 60, "the job to start a batch")
+    native.down(settings, lambda name, outcome: None)
+    stopped_at = time.monotonic()
+    pipeline.stop_continuous()  # it failed, or waits on Kafka: it must not write before the listing is taken
+    native.up(settings, lambda name, outcome: None, skip_install=True)
+    assert bucket_snapshot.listing(s3) == saved_by_down(LocalStack(settings)), \
+        "every object `down` saved comes back with its key, size and ETag, and nothing else"
+    return recover(settings, pipeline, oracle, "sandbox down", stopped_at)
+
+
+def saved_by_down(localstack) -> dict:
+    """The listing `down` saved: its snapshot, with what the job still wrote or deleted while it was being saved
+    (the journal kept after the save)."""
+    _, saved = bucket_snapshot.read_manifest(localstack.snapshot_dir)
+    expected = {(o.bucket, o.key): (o.size, o.etag) for o in saved}
+    for change in bucket_snapshot.journal_changes(localstack.journal_dir):
+        if change["op"] == "put":
+            expected[change["bucket"], change["key"]] = (change["size"], change["etag"])
+        elif change["op"] == "delete":
+            expected.pop((change["bucket"], change["key"]), None)
+    return expected
+
+
+def power_cut_and_up(settings, pipeline, oracle, s3) -> tuple:
+    """Every service SIGKILLed at once, as when the machine loses power; `up` brings the lake back as of
+    LocalStack's last acknowledged write (the last save with the journal on top). The job is stopped first so that
+    the listing taken before the cut is final (the job's own crash: test_job_modes.py)."""
+    pipeline.stop_continuous()
+    before = bucket_snapshot.listing(s3)
+    processes = [psutil.Process(svc.pid()) for svc in native.all_services(settings) if svc.pid() is not None]
+    for process in processes:
+        process.send_signal(signal.SIGKILL)
+    psutil.wait_procs(processes, timeout=30)
+    cut_at = time.monotonic()
+    native.up(settings, lambda name, outcome: None, skip_install=True)
+    assert bucket_snapshot.listing(s3) == before, "the lake as of LocalStack's last acknowledged write"
+    return recover(settings, pipeline, oracle, "power cut", cut_at)
+
+
+def put_object(s3, uri: str) -> None:
+    bucket, key = split_uri(uri)
+    s3.put_object(Bucket=bucket, Key=key, Body=b"scratch")
+
+
+def delete_object(s3, uri: str) -> None:
+    bucket, key = split_uri(uri)
+    s3.delete_object(Bucket=bucket, Key=key)
+
+
 def recover(settings, pipeline, oracle, component: str, killed_at: float) -> tuple:
     """`sandbox up` restarts what died; a job that failed meanwhile is started again from its checkpoint."""
     _, connectors = native.status(settings)
     native.up(settings, lambda name, outcome: None, skip_install=True)
     up_after = time.monotonic() - killed_at
-    job_failed = pipeline.query.exception() is not None
-    if job_failed:
+    restarted = "stopped" if pipeline.query is None else "failed" if pipeline.query.exception() is not None else "no"
+    if restarted != "no":
         pipeline.stop_continuous()
         pipeline.start_continuous()
-    oracle.round(f"after {component} was killed")
-    return (component, up_after, time.monotonic() - killed_at, "yes" if job_failed else "no",
-            " ".join(state for _, state in connectors))
+    oracle.round(f"after {component}")
+    return component, up_after, time.monotonic() - killed_at, restarted, " ".join(state for _, state in connectors)

@@ -1,45 +1,62 @@
-"""A job killed mid-batch resumes to the same silver. (The job modes under the oracle: test_job_mode_matrix.py.)"""
+"""The job killed with SIGKILL mid-batch, then `sandbox job run` on the same lake: silver equals the source and bronze
+holds no change twice. (The job modes under the oracle: test_job_mode_matrix.py; the services killed:
+test_faults.py.)"""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
+import sys
 from urllib.parse import urlparse
 
 import pytest
 
 from sandbox import class_archive, job
+from sandbox.oracle import Oracle
 from sandbox.wait import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.faults]
+
+TABLES = ["category", "date", "venue"]  # both engines; a new table's first upsert outlasts the bronze write
 
 
-def test_job_killed_mid_batch_resumes_to_the_uninterrupted_result(sandbox, pipeline, s3, tmp_path):
-    lake = pipeline.config.lake + "-killed"
-    tables = ["category", "date", "venue"]  # both engines; a new table's first upsert outlasts the bronze write
-    config = job.job_config(sandbox, lake=lake, only=tables)
+def test_job_killed_mid_batch_then_sandbox_job_run_reaches_the_source(request, sandbox, pipeline_factory, mutator,
+                                                                      s3, tmp_path):
+    lake = pipeline_factory(only=TABLES, branch=False)  # written by spark-submit from the earliest offsets
+    lake.drives_job = False
+    oracle = Oracle(sandbox, lake, mutator, timeout=request.config.getoption("--oracle-timeout"))
+    for table in TABLES:  # the source positions the lake must reach, changed before the job first runs
+        mutator.touch(table)
+    killed = start_and_kill_mid_batch(sandbox, s3, lake.config, tmp_path)
+    assert killed is None, "the job finished before it could be killed"
+
+    run = [sys.executable, "-m", "sandbox", "job", "run", "--lake", lake.config.lake,
+           *[arg for table in TABLES for arg in ("--table", table)]]
+    result = subprocess.run(run, capture_output=True, text=True, timeout=1200)
+    shown = " ".join(result.stdout.split())
+    assert result.returncode == 0, shown[-2000:] + result.stderr[-2000:]
+    assert re.search(r"batch \d+: ", shown) and " INFO " not in shown and "WARN" not in shown, "summaries, not Spark's log"
+
+    oracle.track(TABLES, "after the restart")  # every row of the three tables against the source, both readers
+    bronze = lake.spark.read.parquet(lake.config.bronze_path)
+    assert bronze.count() == bronze.select("topic", "partition", "offset").distinct().count(), "no change twice in bronze"
+
+
+def start_and_kill_mid_batch(sandbox, s3, config, tmp_path) -> int | None:
+    """spark-submit the job once, SIGKILL it as soon as its first batch has written to bronze; returns its exit
+    code if it ended by itself before that."""
     archive_option, _ = class_archive.java_options(sandbox, config, record=False)
     command = job.spark_submit_command(config, job.write_config(sandbox, config, tmp_path / "job.json"), once=True,
                                        java_options=archive_option)
-    env = job.submit_environment(sandbox)
-    bucket, prefix = urlparse(lake).netloc, urlparse(lake).path.lstrip("/")
-
-    killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    bucket, prefix = urlparse(config.lake).netloc, urlparse(config.lake).path.lstrip("/")
+    killed = subprocess.Popen(command, env=job.submit_environment(sandbox), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_until(lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/bronze/").get("KeyCount", 0) > 0
                    or killed.poll() is not None, 600, "the job to start writing its first batch")
-        assert killed.poll() is None, "the job finished before it could be killed"
+        return killed.poll()
     finally:
         os.killpg(killed.pid, signal.SIGKILL)
         killed.wait()
-
-    restarted = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200)
-    assert restarted.returncode == 0, restarted.stderr[-2000:]
-    pipeline.run_once()
-    resumed = pipeline.sibling(lake=lake, only=tables)
-    for table in tables:
-        assert resumed.live_rows(resumed.snapshot(table), table) == pipeline.live_rows(pipeline.snapshot(table), table)
-    bronze = pipeline.spark.read.parquet(resumed.config.bronze_path)
-    assert bronze.count() == bronze.select("topic", "partition", "offset").distinct().count(), "no change twice in bronze"

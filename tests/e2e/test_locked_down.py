@@ -1,13 +1,15 @@
 """A sandbox on a shared machine does not open its data to the machine's other accounts: MariaDB takes no
-password-less login and its socket is its owner's alone, Kafka Connect's file provider reads the sandbox's secrets
+password-less login, its socket and data are its owner's alone and it does not run as root, Kafka Connect's file provider reads the sandbox's secrets
 directory and nothing else, and the files holding secrets or row values are private."""
 
 from __future__ import annotations
 
 import os
+import pwd
 import stat
 import subprocess
 
+import psutil
 import pymysql
 import pytest
 import requests
@@ -36,6 +38,14 @@ def test_another_os_account_cannot_reach_mariadbs_socket_or_data(sandbox):
     assert "Can't connect" in as_nobody.stderr and "Permission denied" in as_nobody.stderr, as_nobody.stderr
     assert stat.S_IMODE(mariadb.socket.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(mariadb.data_dir.stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a sandbox run as root has an account to drop to")
+def test_mariadb_does_not_run_as_root(sandbox):
+    mariadb = MariaDB(sandbox)
+    assert mariadb.run_as == "mysql", "the distribution's package makes the account"
+    assert psutil.Process(mariadb.pid()).username() == "mysql"
+    assert mariadb.data_dir.stat().st_uid == pwd.getpwnam("mysql").pw_uid
 
 
 def resolved_tasks_max(sandbox, reference: str) -> str:
