@@ -1,10 +1,10 @@
 """Kill anything, lose nothing: while the job runs continuously, each component is killed with SIGKILL in turn
 (Postgres, MariaDB, Kafka, Kafka Connect, Apicurio), changes go on where a database is still up, and `sandbox up`
 restarts what died; then `sandbox down` while the job writes a batch, and every service killed at once (a power
-cut). After each fault the oracle checks silver against the source (nothing lost, no key twice), and
-at the end time travel and incremental reads at every commit it recorded. Connect's crash makes Debezium re-send
-what it had delivered since its last offset flush: the test finds those real duplicates in Kafka and the oracle
-proves the job idempotent against them. LocalStack's crash is in test_lifecycle.py; the job's own crash in
+cut, LocalStack included), each checked by the lake's listing too. After each fault the oracle checks silver
+against the source (nothing lost, no key twice), and at the end time travel and incremental reads at every commit
+it recorded. Connect's crash makes Debezium re-send what it had delivered since its last offset flush: the test
+finds those real duplicates in Kafka and the oracle proves the job idempotent against them. The job's own crash:
 test_job_modes.py. The recovery of each fault is in the README ("Faults and recovery"); the test prints its
 timings."""
 
