@@ -29,13 +29,21 @@ from spark_jobs.session import spark_session
 from tickit_data import get_table
 
 
+# The harness's in-process job gives up on an unreachable S3 within seconds, not after S3A's minute of retries
+# (20 SDK attempts within each of 7 S3A retries): a test that stops the stack under a running job gets it back at
+# once. Jobs run by `sandbox job run` keep S3A's defaults, and ride out a LocalStack restart.
+HARNESS_S3A_RETRIES = {"spark.hadoop.fs.s3a.attempts.maximum": "3", "spark.hadoop.fs.s3a.retry.limit": "3",
+                       "spark.hadoop.fs.s3a.retry.interval": "250ms"}
+
+
 def spark_for(settings: Settings, config: JobConfig | None = None):
     """A Spark session with the job's jars and S3 settings for this sandbox."""
     os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
     time.tzset()
     config = config or job.job_config(settings)
     archive_option, _ = class_archive.java_options(settings, config, record=False)
-    return spark_session(config, java_options=archive_option)
+    quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **config.extra_spark_conf})
+    return spark_session(quick_to_fail, java_options=archive_option)
 
 
 def closed_port() -> int:

@@ -109,13 +109,13 @@ def kill(settings, component: str) -> float:
 
 
 def down_mid_batch_and_up(settings, pipeline, oracle, s3) -> tuple:
-    """`sandbox down` (every service SIGTERM'd, LocalStack saving the lake) once the job has a batch running; `up`
-    brings back exactly what was saved."""
+    """`sandbox down` (every service SIGTERM'd, LocalStack saving the lake) once the job has a batch running, and
+    `up`. The lake holds what `down` saved and what the job wrote or deleted while it was saved, nothing else."""
     wait_until(lambda: pipeline.query.status["isTriggerActive"]
                and pipeline.query.status["message"] != "Waiting for data to arrive", 60, "the job to start a batch")
     native.down(settings, lambda name, outcome: None)
     stopped_at = time.monotonic()
-    pipeline.stop_continuous()  # it failed, or waits on Kafka: it must not write before the listing is taken
+    pipeline.stop_continuous()  # its batch fails without S3; stopped, it cannot write before the listing is taken
     native.up(settings, lambda name, outcome: None, skip_install=True)
     assert bucket_snapshot.listing(s3) == saved_by_down(LocalStack(settings)), \
         "every object `down` saved comes back with its key, size and ETag, and nothing else"
@@ -123,8 +123,8 @@ def down_mid_batch_and_up(settings, pipeline, oracle, s3) -> tuple:
 
 
 def saved_by_down(localstack) -> dict:
-    """The listing `down` saved: its snapshot, with what the job still wrote or deleted while it was being saved
-    (the journal kept after the save)."""
+    """The listing `down` saved, with what the job still wrote or deleted while the snapshot was taken (the
+    journal kept after the save)."""
     _, saved = bucket_snapshot.read_manifest(localstack.snapshot_dir)
     expected = {(o.bucket, o.key): (o.size, o.etag) for o in saved}
     for change in bucket_snapshot.journal_changes(localstack.journal_dir):
