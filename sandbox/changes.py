@@ -121,9 +121,10 @@ class ChangeReader:
         raise SandboxError(f"timed out after {timeout:.0f} s waiting on {self.topic} for {what} "
                            f"({len(self.events)} events read)", "check `sandbox status` and `sandbox logs connect`")
 
-    def read_to_end(self, timeout: float) -> list[ChangeEvent]:
-        """Every event up to the topic's end as it is now (those read before included)."""
-        ends = {tp.partition: tp.offset for tp in self._end_offsets()}
+    def read_to_end(self, timeout: float, ends: dict[int, int] | None = None) -> list[ChangeEvent]:
+        """Every event up to the topic's end as it is now, or up to `ends` ({partition: offset past the last}),
+        those read before included."""
+        ends = ends if ends is not None else {tp.partition: tp.offset for tp in self._end_offsets()}
         last: dict[int, int] = {}
         for event in self.events:
             last[event.partition] = max(last.get(event.partition, -1), event.offset)

@@ -151,6 +151,7 @@ class Oracle:
         commits = self.pipeline.wait_for_positions(targets, max(1.0, started + self.timeout - time.monotonic()),
                                                    landmarks)
         self.stats.seconds_waiting += time.monotonic() - started
+        self._note_consumed_past(landmarks)
         self._check_one_batch(commits)
         recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
         _each_table(self._check_round, list(recorded.values()))
@@ -281,6 +282,22 @@ class Oracle:
                     self._key(change.table, e.key) for e in reader.events if e.key)
             self._located[change.seq] = (event.partition, event.offset)
         return (topic, *self._located[change.seq])
+
+    def _note_consumed_past(self, landmarks: dict[str, tuple[int, int]]) -> None:
+        """Events the job has read past a round's last change are Kafka delivering earlier changes again (the next
+        round's changes are not made yet): e.g. Debezium re-sending, after a crash, events it had delivered before.
+        This round's commit may rewrite their keys; they count as re-delivered."""
+        consumed = self.pipeline.planned_offsets() if landmarks else {}
+        for table in landmarks:
+            topic = self.pipeline.config.spec(table).topic
+            floor = self.kafka_floor.get(topic, {})
+            ends = {int(p): end for p, end in consumed.get(topic, {}).items() if end > floor.get(int(p), 0)}
+            if not ends:
+                continue
+            with ChangeReader(self.settings.endpoint("kafka").address, topic, self.registry,
+                              from_offsets=floor) as reader:
+                events = reader.read_to_end(self.timeout, ends)
+            self.redelivered.setdefault(table, set()).update(self._key(table, e.key) for e in events if e.key)
 
     def _add_column(self, change: Change) -> None:
         shape = self.shapes[change.table]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from sandbox import class_archive, job
 from sandbox import timeline as commit_timeline
-from sandbox.checkpoint import committed_offsets
+from sandbox.checkpoint import committed_offsets, planned_offsets
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.services.localstack import s3_client
@@ -160,6 +160,12 @@ class Pipeline:
         if not self.config.checkpoint().startswith(("s3a://", "s3://", "s3n://")):
             return {}
         return committed_offsets(s3_client(self.settings.url("localstack")), self.config.checkpoint())
+
+    def planned_offsets(self) -> dict[str, dict[str, int]]:
+        """{topic: {partition: next offset}} the job's latest micro-batch reads up to ({} for a lake not on S3)."""
+        if not self.config.checkpoint().startswith(("s3a://", "s3://", "s3n://")):
+            return {}
+        return planned_offsets(s3_client(self.settings.url("localstack")), self.config.checkpoint())
 
     def _fail_if_consumed(self, targets: dict[str, int], reached: dict, landmarks: dict[str, tuple[int, int]],
                           consumed: dict[str, dict[str, int]]) -> None:

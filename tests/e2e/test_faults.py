@@ -111,8 +111,8 @@ def kill(settings, component: str) -> float:
 def down_mid_batch_and_up(settings, pipeline, oracle, s3) -> tuple:
     """`sandbox down` (every service SIGTERM'd, LocalStack saving the lake) once the job has a batch running, and
     `up`. The lake holds what `down` saved and what the job wrote or deleted while it was saved, nothing else."""
-    wait_until(lambda: pipeline.query.status["isTriggerActive"]
-               and pipeline.query.status["message"] != "Waiting for data to arrive", 60, "the job to start a batch")
+    oracle.wait_delivered()  # the changes are in Kafka: the job's next batch writes them
+    wait_until(lambda: pipeline.query.status["message"] == "Processing new data", 60, "the job to start a batch")
     native.down(settings, lambda name, outcome: None)
     stopped_at = time.monotonic()
     pipeline.stop_continuous()  # its batch fails without S3; stopped, it cannot write before the listing is taken
