@@ -339,7 +339,6 @@ def query(
 ):
     """Read a silver table: snapshot (default), time travel, incremental, or its commit timeline."""
     from sandbox.pipeline import Pipeline
-    from sandbox.timeline import read_timeline
     from spark_jobs import queries
 
     settings = Settings.load()
@@ -349,7 +348,7 @@ def query(
         out = Table(title=f"{table} commits")
         for column in ("instant", "completed", "action", "max source position", "batch"):
             out.add_column(column)
-        for commit in read_timeline(pipe.spark, path):
+        for commit in pipe.timeline(table):
             out.add_row(commit.instant, commit.completed, commit.action, str(commit.max_source_position),
                         str(commit.batch_id))
         console.print(out)

@@ -7,6 +7,7 @@ once each table's silver has committed a given source position.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -44,6 +45,10 @@ def spark_for(settings: Settings, config: JobConfig | None = None):
     archive_option, _ = class_archive.java_options(settings, config, record=False)
     quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **config.extra_spark_conf})
     return spark_session(quick_to_fail, java_options=archive_option)
+
+
+def on_s3(uri: str) -> bool:
+    return uri.startswith(("s3a://", "s3://", "s3n://"))
 
 
 def closed_port() -> int:
@@ -155,17 +160,25 @@ class Pipeline:
                    + "; ".join(self.reports[-3:]), interval=0.5)
         return reached
 
+    @functools.cached_property
+    def s3(self):
+        return s3_client(self.settings.url("localstack"))
+
+    @functools.cached_property
+    def s3_timelines(self) -> commit_timeline.S3Timelines:
+        return commit_timeline.S3Timelines(self.s3)
+
     def consumed_offsets(self) -> dict[str, dict[str, int]]:
         """{topic: {partition: next offset}} the job's checkpoint has committed ({} for a lake not on S3)."""
-        if not self.config.checkpoint().startswith(("s3a://", "s3://", "s3n://")):
+        if not on_s3(self.config.checkpoint()):
             return {}
-        return committed_offsets(s3_client(self.settings.url("localstack")), self.config.checkpoint())
+        return committed_offsets(self.s3, self.config.checkpoint())
 
     def planned_offsets(self) -> dict[str, dict[str, int]]:
         """{topic: {partition: next offset}} the job's latest micro-batch reads up to ({} for a lake not on S3)."""
-        if not self.config.checkpoint().startswith(("s3a://", "s3://", "s3n://")):
+        if not on_s3(self.config.checkpoint()):
             return {}
-        return planned_offsets(s3_client(self.settings.url("localstack")), self.config.checkpoint())
+        return planned_offsets(self.s3, self.config.checkpoint())
 
     def _fail_if_consumed(self, targets: dict[str, int], reached: dict, landmarks: dict[str, tuple[int, int]],
                           consumed: dict[str, dict[str, int]]) -> None:
@@ -180,7 +193,7 @@ class Pipeline:
                     f"{self._latest_commit(table)})")
 
     def _latest_commit(self, table: str) -> str:
-        commits = self.timeline(table) if self._table_exists(table) else []
+        commits = self.timeline(table)
         return f"{commits[-1].instant} at position {commits[-1].max_source_position}" if commits else "none"
 
     def _reach(self, targets: dict[str, int], reached: dict[str, Commit]) -> bool:
@@ -192,8 +205,6 @@ class Pipeline:
 
     def first_commit_at(self, table: str, target: int) -> Commit | None:
         """The earliest commit of the table whose source position reaches `target`."""
-        if not self._table_exists(table):
-            return None
         for commit in self.timeline(table):
             if commit.max_source_position is not None and commit.max_source_position >= target:
                 return commit
@@ -209,6 +220,11 @@ class Pipeline:
         return self.config.silver_path(table)
 
     def timeline(self, table: str) -> list[Commit]:
+        """The table's completed commits, oldest first ([] before its first commit)."""
+        if on_s3(self.path(table)):
+            return self.s3_timelines.read(self.path(table))
+        if not self._table_exists(table):
+            return []
         return commit_timeline.read_timeline(self.spark, self.path(table))
 
     def snapshot(self, table: str):
