@@ -11,7 +11,7 @@ checkpoint agree from the start. Bronze and the quarantine start at the branch p
 Only a job with the baseline's options writes a branch (Copy-on-Write, soft deletes); anything else, and a job
 deliberately broken for the harness's own tests, gets a lake of its own from the earliest offsets. A baseline an
 earlier version of the job wrote in another layout (files without the bucket index, or `_source_position` of
-another type: the marker beside it holds the job's `POSITION_LAYOUT`) is rebuilt, not copied.
+another type: the marker beside it holds the job's `POSITION_LAYOUT` and bucket counts) is rebuilt, not copied.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from sandbox.pipeline import Pipeline
 from sandbox.services.localstack import s3_client
 from spark_jobs.cdc_hudi_job import written_with_buckets
 from spark_jobs.decode import POSITION_LAYOUT
+from spark_jobs.job_config import JobConfig
 
 BASELINE = "_baseline"
 RETAINED_COMMITS = 2
@@ -35,7 +36,7 @@ RETAINED_COMMITS = 2
 CATCH_UP_LAG = 500
 COPY_WORKERS = 8
 EARLIEST = -2  # a starting offset, as Spark's Kafka source spells "from the partition's start"
-LAYOUT_MARKER = "position-layout"  # in the baseline's lake: the POSITION_LAYOUT of the job that wrote it
+LAYOUT_MARKER = "position-layout"  # in the baseline's lake: the `layout_marker` of the job that wrote it
 
 
 class LakeBranches:
@@ -74,7 +75,7 @@ class LakeBranches:
         if not self._layout_is_current:
             bucket, prefix = split_uri(self.baseline.config.silver_root)
             keys = list(object_keys(self.s3, bucket, prefix + "/"))
-            self._layout_is_current = layout_is_current(keys, self._marked_layout(), self.baseline.config.buckets)
+            self._layout_is_current = layout_is_current(keys, self._marked_layout(), self.baseline.config)
         return self._layout_is_current
 
     def _marker(self) -> tuple[str, str]:
@@ -90,17 +91,26 @@ class LakeBranches:
 
     def _mark_layout(self) -> None:
         bucket, key = self._marker()
-        self.s3.put_object(Bucket=bucket, Key=key, Body=str(POSITION_LAYOUT).encode())
+        self.s3.put_object(Bucket=bucket, Key=key, Body=layout_marker(self.baseline.config).encode())
 
 
-def layout_is_current(silver_keys: list[str], marker: str | None, buckets: int) -> bool:
+def layout_marker(config: JobConfig) -> str:
+    """The job's position layout and each table's bucket count: a baseline written under another is rebuilt."""
+    buckets = " ".join(f"{spec.table}={config.buckets_of(spec)}" for spec in sorted(config.tables,
+                                                                                     key=lambda s: s.table))
+    return f"{POSITION_LAYOUT} {buckets}"
+
+
+def layout_is_current(silver_keys: list[str], marker: str | None, config: JobConfig) -> bool:
     """Whether a baseline with these objects under its silver root and this layout marker was written in the job's
-    current layout: an empty one is; otherwise the marker must name the job's position layout, and every data file
-    a bucket of the index."""
+    current layout: an empty one is; otherwise the marker must be `layout_marker`'s, and every data file a bucket
+    of its table's index."""
     if not silver_keys:
         return True
-    data = [key.rsplit("/", 1)[-1] for key in silver_keys if "/.hoodie/" not in key]
-    return marker == str(POSITION_LAYOUT) and all(written_with_buckets(name, buckets) for name in data)
+    buckets = {spec.table: config.buckets_of(spec) for spec in config.tables}
+    data = [key.rsplit("/", 2)[-2:] for key in silver_keys if "/.hoodie/" not in key]
+    return marker == layout_marker(config) and all(written_with_buckets(name, buckets.get(table, config.buckets))
+                                                   for table, name in data)
 
 
 def copy_prefix(s3, source: str, target: str) -> int:

@@ -38,6 +38,8 @@ from spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
 from spark_jobs.session import spark_session  # noqa: E402
 
 COMMIT_META_PREFIX = "sandbox."  # of the commit metadata keys the harness reads (`sandbox/timeline.py`)
+BUCKETS_KEY = f"{COMMIT_META_PREFIX}buckets"  # the bucket count a commit was written with
+RECORD_LOOK_BACK = 5  # commits searched for BUCKETS_KEY (a compaction's commit has none)
 UPSERT_THREADS = 4
 SMALL_BATCH_EVENTS = 10_000
 
@@ -86,7 +88,8 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         # A key's file group follows from its hash: no index lookup reading every key of the table per upsert
         # (README, "The job's settings": p50 3.29 s -> 2.68 s, the backlog 50.7 s -> 43-46 s).
         "hoodie.index.type": "BUCKET",
-        "hoodie.bucket.index.num.buckets": str(config.buckets),
+        "hoodie.bucket.index.num.buckets": str(config.buckets_of(spec)),
+        BUCKETS_KEY: str(config.buckets_of(spec)),  # `check_layout` reads it back
     }
     if config.retain_commits is None:  # keep every file version: time travel must reach every commit
         options |= {"hoodie.clean.automatic": "false", "hoodie.keep.min.commits": "10000",
@@ -124,7 +127,7 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
             rows = rows.withColumn("_hoodie_is_deleted", F.col("__deleted") == F.lit("true"))
     if not count:
         return {"rows": 0}
-    check_layout(spark, config.silver_path(spec.table), config.buckets)
+    check_layout(spark, config.silver_path(spec.table), config.buckets_of(spec), config.buckets)
     with watch.phase("upsert"):
         rows.write.format("hudi").options(**hudi_options(config, spec, reached, batch_id)) \
             .mode("append").save(config.silver_path(spec.table))
@@ -135,24 +138,43 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
 
 
 BUCKETED_FILE = re.compile(r"^\.?(\d{8})-")  # a bucket-index file group's base or log file: its bucket number first
-_CHECKED: set[str] = set()  # silver tables whose layout this process has checked
+_CHECKED: set[tuple[str, int]] = set()  # (silver table, bucket count) this process has checked
 
 
-def check_layout(spark: SparkSession, path: str, buckets: int) -> None:
-    """Refuse a silver table written by an earlier version of the job without the bucket index: its file groups
-    cannot be found from a key, and upserting into it would write each key a second time."""
-    if path in _CHECKED:
+def check_layout(spark: SparkSession, path: str, buckets: int, default_buckets: int) -> None:
+    """Refuse a silver table the job cannot upsert into without writing keys twice: one written without the bucket
+    index (by an earlier version of the job), or with another number of buckets (a key's file group follows from
+    its hash and that number). Commits record their number; a table whose commits do not was written with the
+    job's `default_buckets`."""
+    if (path, buckets) in _CHECKED:
         return
     table = spark._jvm.org.apache.hadoop.fs.Path(path)
     fs = table.getFileSystem(spark._jsc.hadoopConfiguration())
     if fs.exists(table):
         names = [status.getPath().getName() for status in fs.listStatus(table) if status.isFile()]
-        if not all(written_with_buckets(name, buckets) for name in names):
-            raise RuntimeError(f"silver table {path} was written without the bucket index (by an earlier version of "
-                               f"this job). Write a new lake (`sandbox job run --lake s3a://<bucket>/<new prefix>`), or "
-                               f"delete the table's folder and its lake's checkpoints to rebuild it from Kafka. (Also "
-                               f"raised when `buckets` is lower than the table's.)")
-    _CHECKED.add(path)
+        written = recorded_buckets(spark, fs, path) or default_buckets
+        if written != buckets or not all(written_with_buckets(name, buckets) for name in names):
+            raise RuntimeError(f"silver table {path} was written without the bucket index or with another number of "
+                               f"buckets ({written}, this job writes {buckets}), by an earlier version of this job. "
+                               f"Write a new lake (`sandbox job run --lake s3a://<bucket>/<new prefix>`), or delete the "
+                               f"table's folder and its lake's checkpoints to rebuild it from Kafka.")
+    _CHECKED.add((path, buckets))
+
+
+def recorded_buckets(spark: SparkSession, fs, path: str) -> int | None:
+    """The bucket count the table's latest commits recorded (None if none of them did)."""
+    timeline = spark._jvm.org.apache.hadoop.fs.Path(f"{path}/.hoodie/timeline")
+    if not fs.exists(timeline):
+        return None
+    names = sorted((status.getPath().getName() for status in fs.listStatus(timeline) if status.isFile()),
+                   reverse=True)
+    completed = [name for name in names if "_" in name and name.rsplit(".", 1)[-1] in ("commit", "deltacommit")]
+    for name in completed[:RECORD_LOOK_BACK]:
+        row = spark.read.format("avro").load(f"{path}/.hoodie/timeline/{name}").select("extraMetadata").first()
+        value = (row["extraMetadata"] or {}).get(BUCKETS_KEY) if row else None
+        if value:
+            return int(value)
+    return None
 
 
 def written_with_buckets(file_name: str, buckets: int) -> bool:

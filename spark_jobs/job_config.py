@@ -12,13 +12,13 @@ A JSON file (`--config`) holds:
   trigger_seconds                          micro-batch interval of --continuous
   retain_commits                           clean file versions older than this many commits (default: keep all)
   buckets                                  file groups per silver table (Hudi's bucket index; fixed when a
-                                           table is created)
+                                           table is created); a table's own `buckets` overrides it
   starting_offsets                         {topic: {partition: offset}} where a new checkpoint starts reading
                                            (default: the earliest offsets); ignored once a checkpoint exists
   fail_on_data_loss                        stop when Kafka no longer has offsets the checkpoint expects (a
                                            topic deleted or recreated, retention passed): true by default, since
                                            a harness that skips lost changes would judge a lake that lacks them
-  tables: [{topic, table, key: [columns], position: "lsn" | "binlog"}]
+  tables: [{topic, table, key: [columns], position: "lsn" | "binlog", buckets (optional)}]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class TableSpec:
     table: str
     key: tuple[str, ...]
     position: str  # lsn (Postgres), binlog (MySQL/MariaDB) or sqlserver (commit LSN, change LSN, serial)
+    buckets: int | None = None  # this table's file groups, instead of the job's `buckets`
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,9 @@ class JobConfig:
     def silver_path(self, table: str) -> str:
         return f"{self.silver_root}/{table}"
 
+    def buckets_of(self, spec: TableSpec) -> int:
+        return spec.buckets or self.buckets
+
     def spec(self, table: str) -> TableSpec:
         for spec in self.tables:
             if spec.table == table:
@@ -84,7 +88,8 @@ class JobConfig:
 
     @classmethod
     def from_dict(cls, raw: dict) -> "JobConfig":
-        tables = tuple(TableSpec(t["topic"], t["table"], tuple(t["key"]), t["position"]) for t in raw["tables"])
+        tables = tuple(TableSpec(t["topic"], t["table"], tuple(t["key"]), t["position"], t.get("buckets"))
+                       for t in raw["tables"])
         known = {f for f in cls.__dataclass_fields__ if f != "tables"}
         unknown = set(raw) - known - {"tables"}
         if unknown:
@@ -101,6 +106,6 @@ class JobConfig:
     def to_dict(self) -> dict:
         raw = {name: getattr(self, name) for name in self.__dataclass_fields__}
         raw["tables"] = [{"topic": t.topic, "table": t.table, "key": list(t.key), "position": t.position}
-                         for t in self.tables]
+                         | ({"buckets": t.buckets} if t.buckets else {}) for t in self.tables]
         raw["jars"] = list(self.jars)
         return raw

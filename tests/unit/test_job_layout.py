@@ -1,11 +1,12 @@
-"""The job's silver layout (Hudi's bucket index, the type of `_source_position`): a table an earlier version wrote
-without buckets is recognised by its file names, so the job refuses it; a baseline written without buckets or under
-another position layout (the marker beside it) is rebuilt by the harness instead of copied."""
+"""The job's silver layout (Hudi's bucket index and each table's bucket count, the type of `_source_position`): a
+table an earlier version wrote without buckets is recognised by its file names, so the job refuses it; a baseline
+written without buckets, with other bucket counts or under another position layout (the marker beside it) is
+rebuilt by the harness instead of copied."""
 
 from __future__ import annotations
 
-from sandbox.lake_branch import layout_is_current
-from spark_jobs.cdc_hudi_job import hudi_options, written_with_buckets
+from sandbox.lake_branch import layout_is_current, layout_marker
+from spark_jobs.cdc_hudi_job import BUCKETS_KEY, hudi_options, written_with_buckets
 from spark_jobs.decode import POSITION_LAYOUT
 from spark_jobs.job_config import JobConfig, TableSpec
 
@@ -27,24 +28,37 @@ def test_files_of_a_table_without_buckets_are_recognised():
     assert not written_with_buckets(BUCKETED_LOG, 1), "bucket 1 does not exist in a one-bucket table"
 
 
-def test_the_job_writes_with_the_bucket_index_and_the_configured_count():
+def test_the_job_writes_with_the_bucket_index_and_records_each_tables_count():
     config = JobConfig(kafka_bootstrap="k:9092", registry_url="http://r", lake="s3a://lake",
-                       tables=(TableSpec("t.ems.category", "category", ("catid",), "lsn"),), buckets=3)
-    options = hudi_options(config, config.tables[0], 1, 0)
-    assert options["hoodie.index.type"] == "BUCKET"
-    assert options["hoodie.bucket.index.num.buckets"] == "3"
+                       tables=(TableSpec("t.ems.category", "category", ("catid",), "lsn"),
+                               TableSpec("t.ecomm.sale", "sale", ("salesid",), "binlog", buckets=4)), buckets=3)
+    category, sale = (hudi_options(config, spec, 1, 0) for spec in config.tables)
+    assert category["hoodie.index.type"] == "BUCKET"
+    assert (category["hoodie.bucket.index.num.buckets"], category[BUCKETS_KEY]) == ("3", "3")
+    assert (sale["hoodie.bucket.index.num.buckets"], sale[BUCKETS_KEY]) == ("4", "4")
+
+
+def test_a_tables_bucket_count_survives_the_config_file():
+    config = JobConfig(kafka_bootstrap="k:9092", registry_url="http://r", lake="s3a://lake",
+                       tables=(TableSpec("t.ecomm.sale", "sale", ("salesid",), "binlog", buckets=4),
+                               TableSpec("t.ems.category", "category", ("catid",), "lsn")))
+    assert JobConfig.from_dict(config.to_dict()) == config
 
 
 SILVER = "_baseline/silver/sale"
+CONFIG = JobConfig(kafka_bootstrap="k:9092", registry_url="http://r", lake="s3a://lake/_baseline",
+                   tables=(TableSpec("t.ecomm.sale", "sale", ("salesid",), "binlog", buckets=2),))
 
 
 def test_an_empty_baseline_is_current():
-    assert layout_is_current([], None, 1)
+    assert layout_is_current([], None, CONFIG)
 
 
-def test_a_baseline_is_current_only_under_the_jobs_position_layout():
-    keys = [f"{SILVER}/.hoodie/hoodie.properties", f"{SILVER}/{BUCKETED_BASE}"]
-    assert layout_is_current(keys, str(POSITION_LAYOUT), 1)
-    assert not layout_is_current(keys, None, 1), "written before the marker: binlog positions as a long"
-    assert not layout_is_current(keys, str(POSITION_LAYOUT - 1), 1)
-    assert not layout_is_current([f"{SILVER}/{SIMPLE_BASE}"], str(POSITION_LAYOUT), 1), "written without buckets"
+def test_a_baseline_is_current_only_under_the_jobs_position_layout_and_bucket_counts():
+    keys = [f"{SILVER}/.hoodie/hoodie.properties", f"{SILVER}/{BUCKETED_BASE}", f"{SILVER}/{BUCKETED_LOG}"]
+    assert layout_is_current(keys, layout_marker(CONFIG), CONFIG)
+    assert not layout_is_current(keys, None, CONFIG), "written before the marker: binlog positions as a long"
+    assert not layout_is_current(keys, str(POSITION_LAYOUT), CONFIG), "written before bucket counts were marked"
+    assert not layout_is_current(keys, f"{POSITION_LAYOUT - 1} sale=2", CONFIG)
+    assert not layout_is_current(keys, f"{POSITION_LAYOUT} sale=1", CONFIG), "written with another bucket count"
+    assert not layout_is_current([f"{SILVER}/{SIMPLE_BASE}"], layout_marker(CONFIG), CONFIG), "written without buckets"
