@@ -155,9 +155,10 @@ def check_layout(spark: SparkSession, path: str, buckets: int, default_buckets: 
         written = recorded_buckets(spark, fs, path) or default_buckets
         if written != buckets or not all(written_with_buckets(name, buckets) for name in names):
             raise RuntimeError(f"silver table {path} was written without the bucket index or with another number of "
-                               f"buckets ({written}, this job writes {buckets}), by an earlier version of this job. "
-                               f"Write a new lake (`sandbox job run --lake s3a://<bucket>/<new prefix>`), or delete the "
-                               f"table's folder and its lake's checkpoints to rebuild it from Kafka.")
+                               f"buckets ({written}, this job writes {buckets}): by an earlier version of this job or "
+                               f"under another config. Write a new lake (`sandbox job run --lake "
+                               f"s3a://<bucket>/<new prefix>`), or delete the table's folder and its lake's "
+                               f"checkpoints to rebuild it from Kafka.")
     _CHECKED.add((path, buckets))
 
 
