@@ -21,15 +21,22 @@ def planned_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
     """{topic: {partition: next offset}} the checkpoint's latest micro-batch reads up to, committed or still
     running (its offset log is written before the batch starts)."""
     bucket, prefix = split_uri(checkpoint)
-    batches = [int(key.rsplit("/", 1)[1]) for key in object_keys(s3, bucket, f"{prefix}/offsets/")
-               if key.rsplit("/", 1)[1].isdigit()]
-    return (_offsets(s3, bucket, prefix, max(batches)) or {}) if batches else {}
+    batches = _batch_ids(s3, bucket, f"{prefix}/offsets/")
+    return (_offsets(s3, bucket, prefix, batches[-1]) or {}) if batches else {}
 
 
 def committed_batches(s3, bucket: str, prefix: str) -> list[int]:
     """The ids of the micro-batches the checkpoint under `prefix` committed, in order."""
-    return sorted(int(key.rsplit("/", 1)[1]) for key in object_keys(s3, bucket, f"{prefix}/commits/")
-                  if key.rsplit("/", 1)[1].isdigit())
+    return _batch_ids(s3, bucket, f"{prefix}/commits/")
+
+
+def _batch_ids(s3, bucket: str, log: str) -> list[int]:
+    """The micro-batch ids a checkpoint log (`offsets/` or `commits/`) holds a file for, in order."""
+    return sorted(int(key.rsplit("/", 1)[1]) for key in object_keys(s3, bucket, log) if key.rsplit("/", 1)[1].isdigit())
+
+
+def on_s3(uri: str) -> bool:
+    return uri.startswith(("s3a://", "s3://", "s3n://"))
 
 
 def split_uri(uri: str) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from sandbox import class_archive
 from sandbox.config import PROJECT_ROOT, Settings
-from sandbox.checkpoint import delete_prefix, split_uri, unvouched_batch
+from sandbox.checkpoint import delete_prefix, on_s3, split_uri, unvouched_batch
 from sandbox.errors import SandboxError
 from sandbox.services.localstack import ACCESS_KEY, SECRET_KEY, s3_client
 from spark_jobs.job_config import JobConfig, TableSpec
@@ -52,7 +52,7 @@ def job_config(settings: Settings, lake: str | None = None, only: list[str] | No
 
 def check_lake_bucket(settings: Settings, config: JobConfig) -> None:
     """A lake in a bucket the sandbox's S3 does not have fails here, not as a stack trace from inside Spark."""
-    if not config.lake.startswith(("s3a://", "s3://", "s3n://")) or not config.s3_endpoint:
+    if not on_s3(config.lake) or not config.s3_endpoint:
         return
     bucket, _ = split_uri(config.lake)
     try:

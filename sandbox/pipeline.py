@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from sandbox import class_archive, job
 from sandbox import timeline as commit_timeline
-from sandbox.checkpoint import committed_offsets, planned_offsets
+from sandbox.checkpoint import committed_offsets, on_s3, planned_offsets
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.services.localstack import s3_client
@@ -45,10 +45,6 @@ def spark_for(settings: Settings, config: JobConfig | None = None):
     archive_option, _ = class_archive.java_options(settings, config, record=False)
     quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **config.extra_spark_conf})
     return spark_session(quick_to_fail, java_options=archive_option)
-
-
-def on_s3(uri: str) -> bool:
-    return uri.startswith(("s3a://", "s3://", "s3n://"))
 
 
 def closed_port() -> int:
