@@ -47,8 +47,13 @@ class MariaDB(NativeService):
         super().__init__(settings)
         self.database = settings.topology.sources["mysql"].database
         self.socket = socket_dir(settings.state_dir) / "mysql.sock"
-        # Run as root, the server drops to the `mysql` account of the distribution's package when it has one.
-        self.run_as = server_account() if os.geteuid() == 0 else None
+
+    @property
+    def run_as(self) -> str | None:
+        """Run as root, the server drops to the `mysql` account of the distribution's package when it has one.
+        Looked up at each use: on a fresh machine `up` installs the package, and so the account, after this object
+        is made."""
+        return server_account() if os.geteuid() == 0 else None
 
     def prepare(self) -> None:
         if (self.data_dir / "mysql").is_dir():
@@ -69,8 +74,9 @@ class MariaDB(NativeService):
         self.socket.parent.mkdir(parents=True, exist_ok=True)
         self.socket.parent.chmod(0o700)  # the socket itself is world-writable: its directory guards it
         self.data_dir.chmod(0o700)
-        self._give_to_server_account(self.socket.parent)
-        self._give_to_server_account(self.data_dir, recursive=True)  # a data directory root wrote before
+        # What a server run as root wrote before (its pid file, its data directory) passes to the account too.
+        self._give_to_server_account(self.socket.parent, recursive=True)
+        self._give_to_server_account(self.data_dir, recursive=True)
         args = [
             server_binary("mariadbd"), "--no-defaults",
             f"--datadir={self.data_dir}",
@@ -98,8 +104,8 @@ class MariaDB(NativeService):
         if self.run_as is None:
             return
         account = pwd.getpwnam(self.run_as)
-        if path.stat().st_uid != account.pw_uid:
-            for item in [path, *(path.rglob("*") if recursive else [])]:
+        for item in [path, *(path.rglob("*") if recursive else [])]:
+            if item.lstat().st_uid != account.pw_uid:
                 os.chown(item, account.pw_uid, account.pw_gid, follow_symlinks=False)
         allow_traversal(path.parent)
 
