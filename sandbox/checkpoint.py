@@ -25,6 +25,15 @@ def planned_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
     return (_offsets(s3, bucket, prefix, batches[-1]) or {}) if batches else {}
 
 
+def batch_start_offsets(s3, checkpoint: str, batch: int) -> dict[str, dict[str, int]]:
+    """{topic: {partition: offset}} micro-batch `batch` started reading from: the previous batch's end ({} for the
+    first batch, or where the log no longer holds the previous one)."""
+    if batch <= 0:
+        return {}
+    bucket, prefix = split_uri(checkpoint)
+    return _offsets(s3, bucket, prefix, batch - 1) or {}
+
+
 def committed_batches(s3, bucket: str, prefix: str) -> list[int]:
     """The ids of the micro-batches the checkpoint under `prefix` committed, in order."""
     return _batch_ids(s3, bucket, f"{prefix}/commits/")

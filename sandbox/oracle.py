@@ -151,7 +151,7 @@ class Oracle:
         commits = self.pipeline.wait_for_positions(targets, max(1.0, started + self.timeout - time.monotonic()),
                                                    landmarks)
         self.stats.seconds_waiting += time.monotonic() - started
-        self._note_consumed_past(landmarks)
+        self._note_consumed_past(landmarks, commits)
         self._check_one_batch(commits)
         recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
         _each_table(self._check_round, list(recorded.values()))
@@ -283,21 +283,32 @@ class Oracle:
             self._located[change.seq] = (event.partition, event.offset)
         return (topic, *self._located[change.seq])
 
-    def _note_consumed_past(self, landmarks: dict[str, tuple[int, int]]) -> None:
-        """Events the job has read past a round's last change are Kafka delivering earlier changes again (the next
-        round's changes are not made yet): e.g. Debezium re-sending, after a crash, events it had delivered before.
-        This round's commit may rewrite their keys; they count as re-delivered."""
+    def _note_consumed_past(self, landmarks: dict[str, tuple[int, int]], commits: dict[str, Commit]) -> None:
+        """Keys the job may have written again since a table's previous round without a change in the source: those
+        of events read past the round's last change (the next round's changes are not made yet: Kafka delivering
+        earlier changes again, e.g. Debezium re-sending after a crash), and of every event of a micro-batch that
+        Spark ran again after a restart (its range begins before this round's changes, and its commit rewrites
+        those keys with the values they had). They count as re-delivered."""
         consumed = self.pipeline.planned_offsets() if landmarks else {}
         for table in landmarks:
             topic = self.pipeline.config.spec(table).topic
-            floor = self.kafka_floor.get(topic, {})
-            ends = {int(p): end for p, end in consumed.get(topic, {}).items() if end > floor.get(int(p), 0)}
+            start = self._first_offsets_since_last_round(table, commits[table], topic)
+            ends = {int(p): end for p, end in consumed.get(topic, {}).items() if end > start.get(int(p), 0)}
             if not ends:
                 continue
             with ChangeReader(self.settings.endpoint("kafka").address, topic, self.registry,
-                              from_offsets=floor) as reader:
+                              from_offsets=start) as reader:
                 events = reader.read_to_end(self.timeout, ends)
             self.redelivered.setdefault(table, set()).update(self._key(table, e.key) for e in events if e.key)
+
+    def _first_offsets_since_last_round(self, table: str, commit: Commit, topic: str) -> dict[int, int]:
+        floor = self.kafka_floor.get(topic, {})
+        previous = self.recorded[table][-1].commit if self.recorded.get(table) else None
+        if previous is None:
+            return dict(floor)
+        since = [c for c in self.pipeline.timeline(table) if previous.completed < c.completed <= commit.completed]
+        return reread_from(floor, previous, since,
+                           lambda batch: self.pipeline.batch_start(batch).get(topic, {}))
 
     def _add_column(self, change: Change) -> None:
         shape = self.shapes[change.table]
@@ -465,6 +476,19 @@ def _timed(work, arg):
     started = time.monotonic()
     result = work(arg)
     return result, time.monotonic() - started
+
+
+def reread_from(floor: dict[int, int], previous: Commit, since: list[Commit], batch_start) -> dict[int, int]:
+    """Where, per partition, the events lie that the commits `since` the previous round's commit may hold: past the
+    round's Kafka `floor`, or from the start of the micro-batch that wrote `previous` if Spark ran it again
+    (`batch_start(batch)` gives a batch's first offsets). Commits without a batch id (another job) keep the floor."""
+    batches = [c.batch_id for c in since if c.batch_id is not None]
+    if previous.batch_id is None or not batches or min(batches) > previous.batch_id:
+        return dict(floor)
+    start = dict(floor)
+    for partition, offset in batch_start(min(batches)).items():
+        start[int(partition)] = min(offset, start.get(int(partition), offset))
+    return start
 
 
 def diff_rows(shape: Shape, expected: Rows, actual: Rows) -> list[str]:

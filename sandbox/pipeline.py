@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from sandbox import class_archive, job
 from sandbox import timeline as commit_timeline
-from sandbox.checkpoint import committed_offsets, on_s3, planned_offsets
+from sandbox.checkpoint import batch_start_offsets, committed_offsets, on_s3, planned_offsets
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.services.localstack import s3_client
@@ -175,6 +175,12 @@ class Pipeline:
         if not on_s3(self.config.checkpoint()):
             return {}
         return planned_offsets(self.s3, self.config.checkpoint())
+
+    def batch_start(self, batch: int) -> dict[str, dict[str, int]]:
+        """{topic: {partition: offset}} the job's micro-batch `batch` read from ({} if unknown or not on S3)."""
+        if not on_s3(self.config.checkpoint()):
+            return {}
+        return batch_start_offsets(self.s3, self.config.checkpoint(), batch)
 
     def _fail_if_consumed(self, targets: dict[str, int], reached: dict, landmarks: dict[str, tuple[int, int]],
                           consumed: dict[str, dict[str, int]]) -> None:
