@@ -116,10 +116,13 @@ def down_mid_batch_and_up(settings, pipeline, oracle, s3) -> tuple:
     native.down(settings, lambda name, outcome: None)
     stopped_at = time.monotonic()
     pipeline.stop_continuous()  # its batch fails without S3; stopped, it cannot write before the listing is taken
+    job_stopped_in = time.monotonic() - stopped_at
     native.up(settings, lambda name, outcome: None, skip_install=True)
+    up_in = time.monotonic() - stopped_at - job_stopped_in
     assert bucket_snapshot.listing(s3) == saved_by_down(LocalStack(settings)), \
         "every object `down` saved comes back with its key, size and ETag, and nothing else"
-    return recover(settings, pipeline, oracle, "sandbox down", stopped_at)
+    return recover(settings, pipeline, oracle, "sandbox down", stopped_at,
+                   f"stopped in {job_stopped_in:.1f} s, up in {up_in:.1f} s")
 
 
 def saved_by_down(localstack) -> dict:
@@ -161,7 +164,7 @@ def delete_object(s3, uri: str) -> None:
     s3.delete_object(Bucket=bucket, Key=key)
 
 
-def recover(settings, pipeline, oracle, component: str, killed_at: float) -> tuple:
+def recover(settings, pipeline, oracle, component: str, killed_at: float, detail: str = "") -> tuple:
     """`sandbox up` restarts what died; a job that failed meanwhile is started again from its checkpoint."""
     _, connectors = native.status(settings)
     native.up(settings, lambda name, outcome: None, skip_install=True)
@@ -171,4 +174,5 @@ def recover(settings, pipeline, oracle, component: str, killed_at: float) -> tup
         pipeline.stop_continuous()
         pipeline.start_continuous()
     oracle.round(f"after {component}")
-    return component, up_after, time.monotonic() - killed_at, restarted, " ".join(state for _, state in connectors)
+    connectors_before = " ".join(state for _, state in connectors)
+    return component, up_after, time.monotonic() - killed_at, restarted, f"{connectors_before}  {detail}".rstrip()
