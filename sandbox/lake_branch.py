@@ -16,6 +16,7 @@ another type: the marker beside it holds the job's `POSITION_LAYOUT` and bucket 
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from confluent_kafka import Consumer, TopicPartition
@@ -47,6 +48,8 @@ class LakeBranches:
                                 retain_commits=RETAINED_COMMITS, catalog_database="")
         self.baseline = Pipeline(settings, config, spark, owns_session=False)
         self._layout_is_current = False
+        self.branches = 0
+        self.catch_up_seconds: list[float] = []  # each run of the baseline's job (the run's summary shows them)
 
     def branch(self, lake: str, only: list[str] | None = None) -> dict[str, dict[str, int]] | None:
         """Copy the baseline's silver for `only` (every table) into `lake`; returns the offsets the branch's job
@@ -60,11 +63,14 @@ class LakeBranches:
             lag = None
             delete_prefix(self.s3, self.baseline.config.lake)
         if lag is None or lag > CATCH_UP_LAG:
+            started = time.monotonic()
             self.baseline.run_once()
+            self.catch_up_seconds.append(time.monotonic() - started)
             self._mark_layout()
             offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
         if any(spec.topic not in offsets for spec in specs):
             return None
+        self.branches += 1
         for spec in specs:
             copy_prefix(self.s3, self.baseline.path(spec.table), f"{lake}/silver/{spec.table}")
         return from_earliest_where_unread(self.settings, {spec.topic: offsets[spec.topic] for spec in specs})

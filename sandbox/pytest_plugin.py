@@ -201,7 +201,8 @@ def lake_branches(sandbox: Settings, spark):
 
     if os.environ.get("SANDBOX_BRANCH_LAKES", "1") == "0" or os.environ.get("SANDBOX_BROKEN_JOB"):
         return None
-    return LakeBranches(sandbox, spark)
+    SESSION_BRANCHES.append(LakeBranches(sandbox, spark))
+    return SESSION_BRANCHES[-1]
 
 
 def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[str] | None = None, **options):
@@ -217,6 +218,7 @@ def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[st
 
 
 KEPT_LAKES: list[str] = []  # lakes of failed tests, named in the run's summary
+SESSION_BRANCHES: list = []  # the session's LakeBranches, whose branches and catch-ups the summary counts
 
 
 def finish(pipes: list, failed: bool) -> None:
@@ -343,6 +345,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         f"seconds waiting for the pipeline: {RUN_STATS.seconds_waiting:.0f}; reading silver: "
         + ", ".join(f"{name} {seconds:.0f}" for name, seconds in RUN_STATS.seconds_by_reader.items()),
     ]
+    for branches in SESSION_BRANCHES:
+        lines.append(f"test lakes branched from the baseline: {branches.branches}; the baseline caught up "
+                     f"{len(branches.catch_up_seconds)} times in {sum(branches.catch_up_seconds):.0f} s")
     slowest = sorted((r for r in stats.get("passed", []) + stats.get("failed", []) if r.when == "call"),
                      key=lambda r: r.duration, reverse=True)[:5]
     lines += [f"slowest: {r.nodeid} {r.duration:.0f} s" for r in slowest]
