@@ -11,6 +11,8 @@ import functools
 import json
 import os
 import socket
+import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -56,6 +58,22 @@ def closed_port() -> int:
 
 class SilverBehind(AssertionError):
     """The job consumed a round's change from Kafka but silver never committed it."""
+
+
+SLOW_STOP_SECONDS = 10
+STOP_THREAD_PREFIXES = ("stream execution thread", "Executor task launch worker", "kafka-admin-client-thread")
+
+
+def jvm_thread_dump(spark, prefixes: tuple[str, ...]) -> str:
+    """The stacks of the driver JVM's threads whose names begin with one of `prefixes`."""
+    traces = spark.sparkContext._jvm.java.lang.Thread.getAllStackTraces()
+    dumps = []
+    for thread in traces.keySet().toArray():
+        name = thread.getName()
+        if name.startswith(prefixes):
+            frames = "\n".join(f"    at {frame.toString()}" for frame in traces.get(thread))
+            dumps.append(f"{name} ({thread.getState().toString()})\n{frames}")
+    return "\n\n".join(dumps) + "\n"
 
 
 @dataclass
@@ -108,8 +126,26 @@ class Pipeline:
 
     def stop_continuous(self) -> None:
         if self.query is not None:
-            self.query.stop()
-            self.query = None
+            stopped = threading.Event()
+            watchdog = threading.Thread(target=self._record_slow_stop, args=(stopped,), daemon=True)
+            watchdog.start()
+            try:
+                self.query.stop()
+            finally:
+                stopped.set()
+                self.query = None
+
+    def _record_slow_stop(self, stopped: threading.Event) -> None:
+        """If the query takes long to stop (a fault test once waited 59 s), write where its JVM threads wait."""
+        if stopped.wait(SLOW_STOP_SECONDS):
+            return
+        path = self.settings.log_file("job-slow-stop")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as log:
+            log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}: the streaming query on {self.config.lake} had not "
+                      f"stopped after {SLOW_STOP_SECONDS} s; its threads:\n\n"
+                      + jvm_thread_dump(self.spark, STOP_THREAD_PREFIXES) + "\n")
+        print(f"the job is slow to stop: where it waits is in {path}", file=sys.stderr)
 
     def pause(self) -> None:
         """Changes made while paused reach the job together, in one micro-batch, when it resumes."""
