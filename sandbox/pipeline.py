@@ -32,11 +32,14 @@ from spark_jobs.session import spark_session
 from tickit_data import get_table
 
 
-# The harness's in-process job gives up on an unreachable S3 within seconds, not after S3A's minute of retries
-# (20 SDK attempts within each of 7 S3A retries): a test that stops the stack under a running job gets it back at
-# once. Jobs run by `sandbox job run` keep S3A's defaults, and ride out a LocalStack restart.
-HARNESS_S3A_RETRIES = {"spark.hadoop.fs.s3a.attempts.maximum": "3", "spark.hadoop.fs.s3a.retry.limit": "3",
-                       "spark.hadoop.fs.s3a.retry.interval": "250ms"}
+# The harness's in-process job gives up on an unreachable S3 within seconds: a test that stops the stack under a
+# running job gets it back at once. With S3A's defaults (20 SDK attempts within each of 7 S3A retries) a stop under
+# `sandbox down` waited 50-60 s; at 3 and 3 it still did, as the batch's driver threads go through dozens of S3 calls
+# one after another (bronze's commit, and Hudi reading hoodie.properties 5 times a second apart) and each retried for
+# seconds. At 3 SDK attempts (which retry a stale connection) and 1 S3A retry: 1-15 s. Jobs run by `sandbox job run`
+# keep S3A's defaults, and ride out a LocalStack restart.
+HARNESS_S3A_RETRIES = {"spark.hadoop.fs.s3a.attempts.maximum": "3", "spark.hadoop.fs.s3a.retry.limit": "1",
+                       "spark.hadoop.fs.s3a.retry.interval": "100ms"}
 
 
 def spark_for(settings: Settings, config: JobConfig | None = None):
@@ -61,18 +64,22 @@ class SilverBehind(AssertionError):
 
 
 SLOW_STOP_SECONDS = 10
+# Threads a stop can wait on: the query's own, its tasks, Kafka's admin client, and the threads of the job's table
+# writes (py4j threads, known by what they run).
 STOP_THREAD_PREFIXES = ("stream execution thread", "Executor task launch worker", "kafka-admin-client-thread")
+STOP_THREAD_PACKAGES = ("org.apache.hudi.", "org.apache.hadoop.fs.s3a.", "com.amazonaws.")
 
 
-def jvm_thread_dump(spark, prefixes: tuple[str, ...]) -> str:
-    """The stacks of the driver JVM's threads whose names begin with one of `prefixes`."""
+def jvm_thread_dump(spark, prefixes: tuple[str, ...], packages: tuple[str, ...] = ()) -> str:
+    """The stacks of the driver JVM's threads whose names begin with one of `prefixes`, or that run code of one of
+    `packages`."""
     traces = spark.sparkContext._jvm.java.lang.Thread.getAllStackTraces()
     dumps = []
     for thread in traces.keySet().toArray():
-        name = thread.getName()
-        if name.startswith(prefixes):
-            frames = "\n".join(f"    at {frame.toString()}" for frame in traces.get(thread))
-            dumps.append(f"{name} ({thread.getState().toString()})\n{frames}")
+        name, frames = thread.getName(), [frame.toString() for frame in traces.get(thread)]
+        if name.startswith(prefixes) or any(package in frame for frame in frames for package in packages):
+            shown = "\n".join(f"    at {frame}" for frame in frames)
+            dumps.append(f"{name} ({thread.getState().toString()})\n{shown}")
     return "\n\n".join(dumps) + "\n"
 
 
@@ -144,7 +151,7 @@ class Pipeline:
         with path.open("a") as log:
             log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}: the streaming query on {self.config.lake} had not "
                       f"stopped after {SLOW_STOP_SECONDS} s; its threads:\n\n"
-                      + jvm_thread_dump(self.spark, STOP_THREAD_PREFIXES) + "\n")
+                      + jvm_thread_dump(self.spark, STOP_THREAD_PREFIXES, STOP_THREAD_PACKAGES) + "\n")
         print(f"the job is slow to stop: where it waits is in {path}", file=sys.stderr)
 
     def pause(self) -> None:
