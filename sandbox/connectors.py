@@ -23,6 +23,7 @@ from sandbox.wait import wait_until
 
 TEMPLATE_DIR = PROJECT_ROOT / "fixtures" / "connectors"
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+RESTART_TIMEOUT = 30
 # MySQL 8 (compose) shares the MariaDB template (the same binlog settings) and replaces its connector class.
 TEMPLATE_LAYERS = {"mysql": ("mariadb", "mysql")}
 
@@ -113,12 +114,16 @@ class ConnectClient:
         self.wait_running(name)
 
     def restart_failed(self, name: str) -> None:
-        """Restart the connector's failed parts (the connector, its tasks): they resume from the committed offsets."""
+        """Restart the connector's failed parts (the connector, its tasks): they resume from the committed offsets.
+        Returns once the status no longer says FAILED: Connect answers before it restarts them, and its status is
+        read back from a Kafka topic, so a status asked for at once can still show the old failure."""
         response = requests.post(f"{self.url}/connectors/{name}/restart",
                                  params={"includeTasks": "true", "onlyFailed": "true"}, timeout=30)
         if response.status_code >= 400:
             raise SandboxError(f"Kafka Connect could not restart {name}: {response.text[:500]}",
                                "see `sandbox logs connect`")
+        wait_until(lambda: "FAILED" not in connector_states(self.status(name)), RESTART_TIMEOUT,
+                   f"Kafka Connect to restart the failed parts of {name}", "see `sandbox logs connect`")
 
     def _put(self, name: str, action: str) -> None:
         response = requests.put(f"{self.url}/connectors/{name}/{action}", timeout=30)
