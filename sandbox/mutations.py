@@ -24,6 +24,7 @@ from sandbox.tickit import Placement, connect, placements
 from tickit_data.ddl import MYSQL, SQLSERVER, quote
 from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column
 
+KEY_LIMITS = {SMALLINT: 2**15 - 1, INT: 2**31 - 1}  # the largest key each key type holds
 # Debezium operations each mutation kind produces (a key update is a delete of the old key and a create).
 DEBEZIUM_OPS = {"insert": ["c"], "update": ["u"], "delete": ["d"], "update_key": ["d", "c"], "add_column": []}
 LOGICAL_TYPES = {"int": INT, "smallint": SMALLINT, "text": STR, "decimal": DECIMAL, "date": DATE,
@@ -305,8 +306,42 @@ class Mutator:
         return self._random_row(self.placement(table), rng)
 
     def next_key(self, table: str) -> int:
-        """A key above every existing one."""
-        return self._max_key(self.placement(table)) + 1
+        """A key above every existing one, or, when that would not fit the key's type, the lowest one free."""
+        p = self.placement(table)
+        (pk,) = p.table.primary_key
+        above = self._max_key(p) + 1
+        if above <= KEY_LIMITS[p.table.column(pk).type]:
+            return above
+        taken = set(self.rows(table))
+        return next(key for key in range(1, above) if (key,) not in taken)
+
+    def rows(self, table: str) -> dict[tuple, dict]:
+        """Every source row of the table, by key."""
+        p = self.placement(table)
+        conn = connect(self.settings, p)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT * FROM {p.name}")
+                names = [d[0] for d in cur.description]
+                rows = [dict(zip(names, values)) for values in cur.fetchall()]
+        finally:
+            conn.close()
+        return {tuple(row[c] for c in p.table.primary_key): row for row in rows}
+
+    def restore(self, table: str, rows: dict[tuple, dict]) -> list[Change]:
+        """Bring the table back to `rows` (from `rows(table)`) by ordinary deletes, updates and inserts: they reach
+        Kafka and silver like any other change, and the oracle checks them."""
+        p = self.placement(table)
+        current = self.rows(table)
+        changes = [self.delete(table, self._key_of(p, row)) for key, row in current.items() if key not in rows]
+        for key, row in rows.items():
+            now = current.get(key)
+            if now is None:
+                changes.append(self.insert(table, row))
+            elif any(now.get(column) != value for column, value in row.items()):
+                changed = {column: value for column, value in row.items() if now.get(column) != value}
+                changes.append(self.update(table, self._key_of(p, row), changed))
+        return changes
 
     def _max_key(self, p: Placement) -> int:
         (pk,) = p.table.primary_key

@@ -95,6 +95,10 @@ class Pipeline:
     resume_continuous: bool = False  # paused while running continuously
     drives_job: bool = True  # False: the job runs elsewhere (e.g. `sandbox job run`); waits only read silver
 
+    def __repr__(self) -> str:  # short: a failing property example prints its arguments
+        tables = ", ".join(spec.table for spec in self.config.tables)
+        return f"Pipeline({self.config.lake}, {self.config.table_type}, tables: {tables}, {len(self.reports)} batches)"
+
     @classmethod
     def start(cls, settings: Settings, lake: str, **options) -> "Pipeline":
         config = job.job_config(settings, lake=lake, **options)

@@ -149,3 +149,37 @@ def test_random_batch_is_journaled_and_captured(mutator, sandbox, kafka_bootstra
     finally:
         for reader in readers.values():
             reader.close()
+
+
+@pytest.mark.parametrize("table", ["category", "date"])  # Postgres and MariaDB
+def test_restore_brings_a_table_back_by_changes_that_reach_kafka(mutator, watch, registry, table):
+    known = mutator.rows(table)
+    (pk,) = mutator.placement(table).table.primary_key
+    rng = random.Random(31)
+    removed, edited, moved = (mutator.sample_row(table, rng) for _ in range(3))
+    while edited[pk] == removed[pk] or moved[pk] in (removed[pk], edited[pk]):
+        edited, moved = mutator.sample_row(table, rng), mutator.sample_row(table, rng)
+    mutator.delete(table, {pk: removed[pk]})
+    column = mutator.changeable_columns(table)[0]
+    mutator.update(table, {pk: edited[pk]}, {column.name: random_value(column, rng)})
+    mutator.update_key(table, {pk: moved[pk]}, {pk: mutator.next_key(table)})
+    mutator.insert(table, {**removed, pk: mutator.next_key(table)})
+    reader = watch(table)
+    restoring = mutator.restore(table, known)
+    assert mutator.rows(table) == known
+    assert {c.kind for c in restoring} >= {"delete", "insert"}
+    for change in restoring:
+        assert events_of(change, reader, registry), f"{change.kind} of {change.key} reached Kafka"
+    assert mutator.restore(table, known) == [], "a table in its known state needs no change"
+
+
+def test_next_key_stays_inside_the_key_type(mutator):
+    """category's key is a smallint: once its largest key is the type's largest, the next key is a free one below."""
+    (pk,) = mutator.placement("category").table.primary_key
+    template = mutator.sample_row("category", random.Random(3))
+    top = mutator.insert("category", {**template, pk: 2**15 - 1})
+    try:
+        key = mutator.next_key("category")
+        assert 1 <= key < 2**15 - 1 and mutator.read_row("category", {pk: key}) is None
+    finally:
+        mutator.delete("category", top.key)
