@@ -1,0 +1,14 @@
+"""The pytest plugin is loaded in every suite of an environment that has the package installed: it must not start
+Spark's import (PySpark and py4j) there; a suite gets Spark when it uses a Spark fixture."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_loading_the_plugin_imports_no_spark():
+    probe = ("import sys, sandbox.pytest_plugin; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
