@@ -11,7 +11,6 @@ from .schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, 
 POSTGRES = "postgres"
 MYSQL = "mysql"
 SQLSERVER = "sqlserver"
-DIALECTS = (POSTGRES, MYSQL, SQLSERVER)
 
 _QUOTES = {POSTGRES: ('"', '"'), MYSQL: ("`", "`"), SQLSERVER: ("[", "]")}
 

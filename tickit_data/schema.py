@@ -99,11 +99,6 @@ class Table:
     def is_reserved_word(self) -> bool:
         return self.name in RESERVED_TABLE_NAMES
 
-    @property
-    def qualified_name(self) -> str:
-        """Unquoted `namespace.name`, for messages and logs."""
-        return f"{self.namespace}.{self.name}"
-
     def column_index(self, name: str) -> int:
         try:
             return self.column_names.index(name)

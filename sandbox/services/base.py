@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,18 +132,3 @@ class NativeService:
                 f"external {self.name} at {self.endpoint.address} does not answer",
                 f"check SANDBOX_{self.name.upper()}_HOST/_PORT and credentials, or unset the host to run it natively",
             )
-
-
-def tcp_open(host: str, port: int, timeout: float = 1.0) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def fresh_dir(path: Path) -> Path:
-    """Recreate a directory that only ever holds generated files."""
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
