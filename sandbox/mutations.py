@@ -143,7 +143,7 @@ class Mutator:
         if logical_type not in LOGICAL_TYPES:
             raise SandboxError(f"unknown column type {logical_type!r}", "choose one of: " + ", ".join(LOGICAL_TYPES))
         sql_type = _sql_type(p.dialect, logical_type)
-        sql = _add_column_sql(p, column, sql_type)
+        sql = _add_column_sql(p, column, sql_type, present=p.dialect == MYSQL and self._has_column(p, column))
         return self._apply(p, "add_column", {}, sql, (), added={"column": column, "type": logical_type})
 
     # --- seeded random batches -----------------------------------------------------------------------------
@@ -302,6 +302,17 @@ class Mutator:
         finally:
             conn.close()
 
+    def _has_column(self, p: Placement, column: str) -> bool:
+        conn = connect(self.settings, p)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT COUNT(*) FROM information_schema.COLUMNS "
+                            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND COLUMN_NAME = %s",
+                            (p.captured.namespace, p.table.name, column))
+                return cur.fetchone()[0] > 0
+        finally:
+            conn.close()
+
     def sample_row(self, table: str, rng: random.Random) -> dict:
         return self._random_row(self.placement(table), rng)
 
@@ -382,11 +393,14 @@ def _set_session_clock(cur, dialect: str, at: dt.datetime | None) -> None:
         cur.execute("SET TIMESTAMP = %s", (at.replace(tzinfo=dt.timezone.utc).timestamp(),))
 
 
-def _add_column_sql(p: Placement, column: str, sql_type: str) -> str:
+def _add_column_sql(p: Placement, column: str, sql_type: str, present: bool = False) -> str:
+    """The statement adding the column, which does nothing where it is `present` already."""
     name = quote(p.dialect, column)
     if p.dialect == SQLSERVER:
         # SQL Server CDC keeps capturing the columns it was enabled with; a new column needs a new capture instance.
         return f"IF COL_LENGTH(N'{p.name}', N'{column}') IS NULL ALTER TABLE {p.name} ADD {name} {sql_type} NULL"
+    if p.dialect == MYSQL:  # MySQL 8.0 has no ADD COLUMN IF NOT EXISTS (MariaDB has): the caller looks first
+        return "DO 0" if present else f"ALTER TABLE {p.name} ADD COLUMN {name} {sql_type} NULL"
     return f"ALTER TABLE {p.name} ADD COLUMN IF NOT EXISTS {name} {sql_type} NULL"
 
 

@@ -132,6 +132,8 @@ def test_added_column_appears_in_later_events(mutator, watch, registry, table):
     (event,) = events_of(change, reader, registry)
     assert event["loyalty_note"] == note
     assert change.values["loyalty_note"] == note
+    mutator.add_column(table, "loyalty_note", "text")  # adding it again changes nothing (MySQL 8 has no IF NOT EXISTS)
+    assert "loyalty_note" in mutator.read_row(table, {pk: row[pk]})
 
 
 def test_random_batch_is_journaled_and_captured(mutator, sandbox, kafka_bootstrap, registry):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sandbox.config import load_topology
-from tickit_data import TABLES
+from sandbox.mutations import _add_column_sql
+from sandbox.tickit import Placement
+from tickit_data import TABLES, get_table
 from tickit_data.ddl import create_table, dialect_of, qualified
 
 
@@ -58,3 +60,11 @@ def test_types_follow_the_original_ddl():
 
 def test_engine_names_map_to_dialects():
     assert dialect_of("mariadb") == "mysql" and dialect_of("sqlserver") == "sqlserver"
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_adding_a_column_on_mysql_uses_no_syntax_mysql_8_lacks(present):
+    """MariaDB has ADD COLUMN IF NOT EXISTS; MySQL 8.0 (the compose backend) does not."""
+    placement = Placement(get_table("sale"), load_topology().table("sale"), "mysql")
+    expected = "DO 0" if present else "ALTER TABLE `ecomm`.`sale` ADD COLUMN `note` varchar(100) NULL"
+    assert _add_column_sql(placement, "note", "varchar(100)", present=present) == expected
