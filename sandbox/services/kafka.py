@@ -87,9 +87,8 @@ class Kafka(NativeService):
             self._format_storage(props)
 
     def _format_storage(self, props) -> None:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         result = subprocess.run(
-            self._java() + ["kafka.tools.StorageTool", "format", "--cluster-id", cluster_id, "--config", str(props)],
+            self._java() + ["kafka.tools.StorageTool", "format", "--cluster-id", cluster_id(), "--config", str(props)],
             capture_output=True, text=True,
         )
         if result.returncode != 0:
@@ -113,3 +112,13 @@ class Kafka(NativeService):
 
     def version(self) -> str:
         return jvm.jar_version(self.settings.jvm_dir / "kafka", "kafka-clients")
+
+
+def cluster_id() -> str:
+    """A random Kafka cluster id: a UUID in URL-safe base64. One in 64 begins with '-', which the storage tool's
+    argument parser takes for an option (an ephemeral sandbox once failed to start on it); Kafka's own
+    `Uuid.randomUuid` draws again then, and so does this."""
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate
