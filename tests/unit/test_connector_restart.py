@@ -4,13 +4,12 @@ accepted before it happens, and the status (read back from a Kafka topic) can sa
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from sandbox.connectors import ConnectClient
 from sandbox.errors import SandboxError
+from tests.unit.http_fake import serve
 
 
 def status(connector: str, task: str, trace: str = "") -> dict:
@@ -24,31 +23,15 @@ class Connect:
     def __init__(self):
         self.statuses = [status("RUNNING", "FAILED", "the registry did not answer")]
         self.restarts = 0
-        connect = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                current = connect.statuses[0] if len(connect.statuses) == 1 else connect.statuses.pop(0)
-                self._answer(200, current)
-
-            def do_POST(self):
-                connect.restarts += 1
-                self._answer(202, status("RUNNING", "RESTARTING"))
-
-            def _answer(self, code: int, body: dict):
-                payload = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve(self._answer)
         self.client = ConnectClient(f"http://127.0.0.1:{self.server.server_port}")
+
+    def _answer(self, method: str, path: str) -> tuple[int, bytes]:
+        if method == "POST":
+            self.restarts += 1
+            return 202, json.dumps(status("RUNNING", "RESTARTING")).encode()
+        current = self.statuses[0] if len(self.statuses) == 1 else self.statuses.pop(0)
+        return 200, json.dumps(current).encode()
 
 
 @pytest.fixture

@@ -4,12 +4,11 @@ remembered as missing; a registry that does not answer stops the batch instead o
 from __future__ import annotations
 
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from spark_jobs.decode import RegistryUnavailable, SchemaCache
+from tests.unit.http_fake import serve
 
 QUICK = (0.01, 0.01, 0.01)
 
@@ -22,31 +21,18 @@ class Registry:
         self.missing_for: dict[int, int] = {}
         self.failing = False
         self.requests: list[int] = []
-        registry = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                global_id = int(self.path.rsplit("/", 1)[-1])
-                registry.requests.append(global_id)
-                if registry.failing:
-                    return self._answer(503, b"unavailable")
-                if registry.missing_for.get(global_id, 0) > 0 or global_id not in registry.schemas:
-                    registry.missing_for[global_id] = registry.missing_for.get(global_id, 0) - 1
-                    return self._answer(404, b"not found")
-                self._answer(200, registry.schemas[global_id].encode())
-
-            def _answer(self, status, body):
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve(self._answer)
         self.url = f"http://127.0.0.1:{self.server.server_port}/apis/registry/v2"
+
+    def _answer(self, method: str, path: str) -> tuple[int, bytes]:
+        global_id = int(path.rsplit("/", 1)[-1])
+        self.requests.append(global_id)
+        if self.failing:
+            return 503, b"unavailable"
+        if self.missing_for.get(global_id, 0) > 0 or global_id not in self.schemas:
+            self.missing_for[global_id] = self.missing_for.get(global_id, 0) - 1
+            return 404, b"not found"
+        return 200, self.schemas[global_id].encode()
 
 
 @pytest.fixture
