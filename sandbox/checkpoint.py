@@ -25,11 +25,13 @@ def planned_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
     return (_offsets(s3, bucket, prefix, batches[-1]) or {}) if batches else {}
 
 
-def batch_start_offsets(s3, checkpoint: str, batch: int) -> dict[str, dict[str, int]]:
-    """{topic: {partition: offset}} micro-batch `batch` started reading from: the previous batch's end ({} for the
-    first batch, or where the log no longer holds the previous one)."""
+def batch_start_offsets(s3, checkpoint: str, batch: int, first: dict | None = None) -> dict[str, dict[str, int]]:
+    """{topic: {partition: offset}} micro-batch `batch` started reading from: the previous batch's end, or for the
+    first batch the offsets the job was told to start from (`first`: a branched lake's; {} for earliest), or {}
+    where the log no longer holds the previous batch. Spark runs the first batch again too if stopped before its
+    commit, and a branch's first batch holds the changes of the round that tracked its tables."""
     if batch <= 0:
-        return {}
+        return {topic: {str(p): max(0, int(o)) for p, o in parts.items()} for topic, parts in (first or {}).items()}
     bucket, prefix = split_uri(checkpoint)
     return _offsets(s3, bucket, prefix, batch - 1) or {}
 

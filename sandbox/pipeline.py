@@ -227,7 +227,7 @@ class Pipeline:
         """{topic: {partition: offset}} the job's micro-batch `batch` read from ({} if unknown or not on S3)."""
         if not on_s3(self.config.checkpoint()):
             return {}
-        return batch_start_offsets(self.s3, self.config.checkpoint(), batch)
+        return batch_start_offsets(self.s3, self.config.checkpoint(), batch, self.config.starting_offsets)
 
     def _fail_if_consumed(self, targets: dict[str, int], reached: dict, landmarks: dict[str, tuple[int, int]],
                           consumed: dict[str, dict[str, int]]) -> None:

@@ -36,3 +36,11 @@ def test_a_partition_only_the_batch_knows_is_read_from_its_start():
 def test_commits_without_batch_ids_keep_the_floor():
     assert reread_from(FLOOR, commit("2", None), [commit("3", None)], STARTS.get) == FLOOR
     assert reread_from(FLOOR, commit("2", 10), [], STARTS.get) == FLOOR
+
+
+def test_the_first_batch_starts_where_the_job_was_told_to_start_and_earliest_counts_from_zero():
+    from sandbox.checkpoint import batch_start_offsets
+
+    branch = {"tickit.ems.category": {"0": 120, "1": -2}}
+    assert batch_start_offsets(None, "s3a://lake/checkpoint", 0, branch) == {"tickit.ems.category": {"0": 120, "1": 0}}
+    assert batch_start_offsets(None, "s3a://lake/checkpoint", 0) == {}
