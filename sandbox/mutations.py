@@ -161,7 +161,7 @@ class Mutator:
         template = self._random_row(p, rng)
         (pk,) = p.table.primary_key
         values = {c.name: template[c.name] for c in p.table.columns}
-        values[pk] = self._max_key(p) + 1
+        values[pk] = self.next_key(p.table.name)
         for column in self._free_columns(p, rng):
             values[column.name] = random_value(column, rng)
         return self.insert(p.table.name, values)
@@ -324,7 +324,11 @@ class Mutator:
         if above <= KEY_LIMITS[p.table.column(pk).type]:
             return above
         taken = set(self.rows(table))
-        return next(key for key in range(1, above) if (key,) not in taken)
+        free = next((key for key in range(1, above) if (key,) not in taken), None)
+        if free is None:
+            raise SandboxError(f"every key of {table} from 1 to {above - 1} is taken",
+                               "delete rows of the table, or reload TICKIT: `sandbox reset` then `sandbox up`")
+        return free
 
     def rows(self, table: str) -> dict[tuple, dict]:
         """Every source row of the table, by key."""
