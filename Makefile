@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: up down status test check bench clean venv compose-cli broken-variants
+.PHONY: up down status test check fuzz bench clean venv compose-cli broken-variants
 
 venv: $(STAMP)
 
@@ -38,6 +38,15 @@ test: venv compose-cli
 check: venv
 	$(BIN)/sandbox up
 	$(BIN)/python -m pytest tests/unit tests/e2e/test_smoke.py --durations=10 $(PYTEST_ARGS)
+
+# Random change sequences over every table for FUZZ_MINUTES (a new seed each run unless FUZZ_SEED is given); a
+# failure is shrunk and written to reports/fuzz/ as a scenario file.
+FUZZ_MINUTES ?= 5
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: venv
+	$(BIN)/sandbox up
+	SANDBOX_FUZZ_MINUTES=$(FUZZ_MINUTES) SANDBOX_PROPERTY_SEED=$(FUZZ_SEED) \
+		$(BIN)/python -m pytest tests/e2e/test_property_sequences.py -s -p no:cacheprovider $(PYTEST_ARGS)
 
 # The scenarios with the unbroken job, then with each deliberately broken one: which tests catch which bug
 # (fails unless every variant is caught).

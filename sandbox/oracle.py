@@ -210,6 +210,13 @@ class Oracle:
         _each_table(self._verify_table, list(self.recorded.values()))
         self._verified_after = self.rounds
 
+    def verify_and_forget(self, tables: list[str]) -> None:
+        """Verify these tables' history, then keep only each one's latest recorded commit (where the next round's
+        incremental check starts): a long run of examples costs, in time and memory, one example at a time."""
+        _each_table(self._verify_table, [self.recorded[table] for table in tables if self.recorded[table]])
+        for table in tables:
+            del self.recorded[table][:-1]
+
     def _verify_table(self, entries: list[Recorded]) -> None:
         latest = entries[-1]
         # While the latest recorded commit is the table's newest, time travel to it reads what a snapshot reads

@@ -300,7 +300,7 @@ class ScenarioResult:
 def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lambda line: None) -> ScenarioResult:
     """Play the scenario against the sandbox on `pipeline` (a fresh lake over the scenario's tables)."""
     say(f"scenario: {scenario.name}")
-    _give(scenario, mutator)
+    give(scenario, mutator)
     if scenario.job.get("continuous"):
         pipeline.start_continuous()
     oracle.track(scenario.tables, label="given")
@@ -308,7 +308,7 @@ def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lamb
     for step in scenario.steps:
         say(f"  line {step.line}: {step.kind}")
         try:
-            outcome = _play(step, pipeline, mutator, oracle)
+            outcome = play(step, pipeline, mutator, oracle)
         except SandboxError as exc:
             raise ScenarioError(scenario.path, step.line, f"{step.kind} failed: {exc.message}") from exc
         if outcome:
@@ -320,7 +320,7 @@ def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lamb
     return ScenarioResult(scenario.name, len(scenario.labels), count)
 
 
-def _give(scenario: Scenario, mutator: Mutator) -> None:
+def give(scenario: Scenario, mutator: Mutator) -> None:
     """Make the source hold exactly the given rows, and none under the keys the steps insert or move rows to
     (a rerun starts from the same state; rows under other keys are left alone)."""
     for table, key in _claimed_keys(scenario):
@@ -344,7 +344,7 @@ def _claimed_keys(scenario: Scenario) -> list[tuple[str, dict]]:
     return keys
 
 
-def _play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
+def play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
     if step.kind in CHANGE_KINDS:
         _change(mutator, step.kind, step.args)
     elif step.kind == "transaction":

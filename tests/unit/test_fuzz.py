@@ -1,0 +1,138 @@
+"""The fuzzer's drawing and shrinking, without services: examples are valid scenario files, keys stay in their
+range and type, and shrinking finds the smallest failing sequence a replay confirms."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sandbox import fuzz
+from sandbox.scenario import ScenarioError
+from tickit_data.ddl import MYSQL, POSTGRES
+from tickit_data.schema import INTEGER_RANGES, get_table
+
+SOURCES = {"category": POSTGRES, "venue": POSTGRES, "event": POSTGRES, "user": POSTGRES,
+           "date": MYSQL, "listing": MYSQL, "sale": MYSQL}
+SEEDS = range(60)
+
+
+def changes(raw: dict):
+    for step in raw["steps"]:
+        yield from step.get("transaction") or [step]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_drawn_example_is_a_valid_scenario_file(seed, tmp_path):
+    raw = fuzz.draw_example(seed, 1, SOURCES)
+    spec = fuzz.write(raw, tmp_path / "example.yaml")
+    assert spec.steps[-1].kind == "check"
+    assert fuzz._well_formed(raw["steps"][:-1])
+
+
+def test_drawing_is_fixed_by_seed_and_number():
+    assert fuzz.draw_example(7, 3, SOURCES) == fuzz.draw_example(7, 3, SOURCES)
+    assert fuzz.draw_example(7, 3, SOURCES) != fuzz.draw_example(7, 4, SOURCES)
+
+
+def test_keys_stay_in_the_fuzz_range_and_inside_their_type():
+    for seed in SEEDS:
+        raw = fuzz.draw_example(seed, 2, SOURCES)
+        rows = [(t, row) for t, given in raw["given"].items() for row in given]
+        for change in changes(raw):
+            (kind, args), = change.items()
+            rows += [(args["table"], args[k]) for k in ("key", "new_key", "row") if isinstance(args, dict) and k in args]
+        for table, row in rows:
+            schema = get_table(table)
+            (pk,) = schema.primary_key
+            low, high = INTEGER_RANGES[schema.column(pk).type]
+            assert row[pk] in fuzz.fuzz_keys(schema) and low <= row[pk] <= high
+
+
+def test_the_draws_cover_what_the_issue_of_fuzzing_asks_for():
+    """Over a few dozen examples: every table, NULLs, edges, transactions over two tables, added columns,
+    restarts with a continuous job, pauses, key updates."""
+    raws = [fuzz.draw_example(seed, 1, SOURCES) for seed in SEEDS]
+    kinds = {next(iter(step)) for raw in raws for step in raw["steps"]}
+    assert {"pause", "resume", "restart", "run", "transaction", "add_column", "update_key", "delete",
+            "insert", "update"} <= kinds | {next(iter(c)) for raw in raws for c in changes(raw)}
+    assert {t for raw in raws for t in raw["tables"]} == set(SOURCES)
+    values = [v for raw in raws for c in changes(raw) for args in c.values() if isinstance(args, dict)
+              for v in (args.get("set") or args.get("row") or {}).values()]
+    assert None in values and "" in values and 2**15 - 1 in values
+    assert any(len({args["table"] for c in step["transaction"] for args in c.values()}) > 1
+               for raw in raws for step in raw["steps"] if "transaction" in step)
+
+
+def test_a_transaction_stays_in_one_source_database():
+    for seed in SEEDS:
+        raw = fuzz.draw_example(seed, 5, SOURCES)
+        for step in raw["steps"]:
+            if "transaction" in step:
+                tables = {args["table"] for c in step["transaction"] for args in c.values()}
+                assert len({SOURCES[t] for t in tables}) == 1
+
+
+def test_a_continuous_job_is_restarted_never_run_once_and_a_batch_job_the_other_way():
+    for seed in SEEDS:
+        raw = fuzz.draw_example(seed, 1, SOURCES)
+        kinds = {next(iter(step)) for step in raw["steps"]}
+        assert ("run" not in kinds) if raw["job"].get("continuous") else ("restart" not in kinds)
+
+
+def test_shrinking_keeps_only_the_steps_the_failure_needs():
+    raw = fuzz.draw_example(11, 1, SOURCES)
+    raw["steps"][-1:-1] = [{"delete": {"table": "category", "key": {"catid": 30005}}}]
+    culprit = raw["steps"][-2]
+
+    def reproduces(candidate):  # the failure needs the delete and the final check
+        return culprit in candidate["steps"] and candidate["steps"][-1] == raw["steps"][-1]
+
+    smallest = fuzz.shrink(raw, reproduces, time.monotonic() + 30)
+    assert smallest["steps"] == [culprit, raw["steps"][-1]]
+
+
+def test_shrinking_takes_changes_out_of_a_transaction_and_drops_unnamed_given_rows():
+    raw = {"name": "t", "tables": ["category", "venue"], "job": {},
+           "given": {"category": [{"catid": 30001}, {"catid": 30002}], "venue": [{"venueid": 30003}]},
+           "steps": [{"transaction": [{"update": {"table": "category", "key": {"catid": 30001}, "set": {"catname": "a"}}},
+                                      {"delete": {"table": "category", "key": {"catid": 30002}}}]},
+                     {"check": "end"}]}
+
+    def reproduces(candidate):
+        return any(next(iter(c)) == "delete" for c in changes(candidate))
+
+    smallest = fuzz.shrink(raw, reproduces, time.monotonic() + 30)
+    assert smallest["steps"] == [{"delete": {"table": "category", "key": {"catid": 30002}}}, {"check": "end"}]
+    assert smallest["given"] == {"category": [{"catid": 30002}]} and smallest["tables"] == ["category"]
+
+
+def test_shrinking_never_leaves_the_job_paused_or_checks_while_paused():
+    steps = [{"pause": None}, {"update": {}}, {"resume": None}, {"check": "x"}]
+    assert fuzz._well_formed(steps)
+    assert not fuzz._well_formed(steps[:2])
+    assert not fuzz._well_formed([steps[0], steps[3], steps[2]])
+    assert not fuzz._well_formed(steps[1:])
+
+
+def test_shrinking_stops_at_its_deadline():
+    raw = fuzz.draw_example(3, 1, SOURCES)
+    calls = []
+    assert fuzz.shrink(raw, lambda c: calls.append(c) or True, time.monotonic() - 1) == raw
+    assert calls == []
+
+
+def test_a_scenario_error_is_judged_by_its_cause():
+    try:
+        try:
+            raise AssertionError("silver differs")
+        except AssertionError as inner:
+            raise ScenarioError(__file__, 3, "check failed") from inner
+    except ScenarioError as outer:
+        assert fuzz.signature(outer) == "AssertionError"
+
+
+def test_a_time_budget_is_spent_by_the_clock_and_an_example_budget_by_count():
+    assert fuzz.Budget(examples=2).spent(2) and not fuzz.Budget(examples=2).spent(1)
+    assert not fuzz.Budget(minutes=1).spent(100)
+    assert fuzz.Budget(minutes=1, started=time.monotonic() - 61).spent(0)
