@@ -1,15 +1,19 @@
 """The harness catches a wrong pipeline: each deliberately broken variant of the job (tests/broken_variants.py)
-makes the scenario aimed at its bug fail. (`make broken-variants` runs every suite against every variant.)"""
+makes the scenario aimed at its bug fail, and the fuzzer finds one with no scenario's help and shrinks what it found.
+(`make broken-variants` runs every suite against every variant.)"""
 
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
+
 import pytest
 
-from sandbox import scenario as scenarios
+from sandbox import fuzz, scenario as scenarios
 from sandbox.config import PROJECT_ROOT
 from sandbox.oracle import DuplicateKeys, Oracle, OracleMismatch, RunStats, WrongTypes
 from sandbox.pipeline import SilverBehind
-from tests.broken_variants import VARIANTS
+from tests.broken_variants import VARIANTS, _transform_changes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -49,3 +53,41 @@ def test_broken_job_is_caught(request, variant, sandbox, pipeline_factory, mutat
     kinds = " or ".join(sorted(kind.__name__ for kind in failures))
     assert type(caught.value) in failures, f"{variant} must fail as {kinds}, not:\n{message}"
     assert any(table in message for table in spec.tables), message
+
+
+FUZZ_SEED = 118  # its first example on category and venue: updates and inserts of category, one batch
+SHRINK_SECONDS = 60  # enough for the first smaller example; `make fuzz` gives it minutes
+
+
+@contextmanager
+def dropping_updates():
+    """A job that writes inserts and deletes but filters updates out (as a filter on `op IN ('c', 'd')` would).
+    Unlike the variants above it leaves every change before it in place, so a fuzz example fails by its own changes
+    alone, never by what earlier examples left in Kafka."""
+    with pytest.MonkeyPatch.context() as patch:
+        _transform_changes(patch, lambda changes, spec: changes.filter("__op != 'u'"))
+        yield
+
+
+def test_the_fuzzer_finds_a_broken_job_and_shrinks_the_failure_to_a_scenario_file(
+        request, sandbox, spark, lake_branches, pipeline_factory, mutator, tmp_path):
+    pipeline = pipeline_factory(only=["category", "venue"])
+    pipeline.run_once()  # the branch's gap, by the correct job
+    timeout = request.config.getoption("--oracle-timeout")
+    oracle = Oracle(sandbox, pipeline, mutator, timeout=timeout, stats=RunStats())
+    with dropping_updates():
+        failure = fuzz.Fuzzer(pipeline, oracle, mutator, FUZZ_SEED, tmp_path).run(fuzz.Budget(examples=3))
+        pipeline.stop_continuous()
+    assert failure is not None, "three examples passed with a job that drops updates"
+
+    replay = fuzz.Replay(sandbox, spark, lake_branches, mutator, timeout, fuzz.signature(failure.error), tmp_path,
+                         around=dropping_updates)
+    found = fuzz.settle(failure, replay, time.monotonic() + SHRINK_SECONDS, tmp_path, FUZZ_SEED)
+    assert found.reproduced, found.message
+    assert len(found.raw["steps"]) < len(failure.raw["steps"]), found.message
+    assert f"sandbox scenario run {found.path}" in found.message and fuzz.sequence(found.raw) in found.message
+    assert any("update" in change for step in found.raw["steps"] for change in step.get("transaction") or [step])
+
+    spec = scenarios.load(found.path)  # the file is a test of the bug: the job without it passes
+    correct = pipeline_factory(only=spec.tables)
+    scenarios.run(spec, correct, mutator, Oracle(sandbox, correct, mutator, timeout=timeout, stats=RunStats()))
