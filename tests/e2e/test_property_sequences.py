@@ -16,7 +16,7 @@ from sandbox import fuzz
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-SEED = int(os.environ.get("SANDBOX_PROPERTY_SEED", "20081"))
+SEED = int(os.environ.get("SANDBOX_PROPERTY_SEED", "41"))
 REPORTS = Path("reports/fuzz")
 
 
@@ -24,7 +24,7 @@ def budget() -> fuzz.Budget:
     minutes = os.environ.get("SANDBOX_FUZZ_MINUTES")
     if minutes:
         return fuzz.Budget(minutes=float(minutes))
-    return fuzz.Budget(examples=int(os.environ.get("SANDBOX_PROPERTY_EXAMPLES", "3")))
+    return fuzz.Budget(examples=int(os.environ.get("SANDBOX_PROPERTY_EXAMPLES", "2")))
 
 
 def test_random_change_sequences_keep_silver_and_time_travel_equal_to_the_source(
