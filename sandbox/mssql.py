@@ -66,7 +66,25 @@ def cdc_setup_batches(topology: Topology) -> list[str]:
                    f"    EXEC sys.sp_cdc_enable_db")
     for table in source.tables:
         batches.append(_enable_table_batch(table.namespace, table.name))
+    batches.append(_capture_polling_batch())
     return batches
+
+
+CAPTURE_POLLING_SECONDS = 1  # SQL Server's default, 5 s, would be most of every round's wait
+
+
+def _capture_polling_batch() -> str:
+    """The capture job scans the log every second; a changed setting takes effect when the job starts again
+    (sys.sp_cdc_change_job). Without SQL Server Agent there is no job to change."""
+    return (
+        f"IF EXISTS (SELECT 1 FROM msdb.dbo.cdc_jobs WHERE database_id = DB_ID() AND job_type = N'capture'\n"
+        f"           AND pollinginterval <> {CAPTURE_POLLING_SECONDS})\n"
+        f"BEGIN\n"
+        f"    EXEC sys.sp_cdc_change_job @job_type = N'capture', @pollinginterval = {CAPTURE_POLLING_SECONDS};\n"
+        f"    BEGIN TRY EXEC sys.sp_cdc_stop_job @job_type = N'capture'; END TRY BEGIN CATCH END CATCH;\n"
+        f"    EXEC sys.sp_cdc_start_job @job_type = N'capture';\n"
+        f"END"
+    )
 
 
 def _filegroup_batch(db: str) -> str:

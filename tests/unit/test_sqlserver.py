@@ -139,3 +139,10 @@ def test_sql_server_topics_are_routed_to_the_topology_names(dsn_settings):
 def test_the_job_orders_sql_server_changes_by_their_lsns(dsn_settings):
     spec = job.job_config(dsn_settings).spec("user")
     assert (spec.topic, spec.position) == ("tickit.crm.user", "sqlserver")
+
+
+def test_the_capture_job_polls_every_second_once_cdc_is_on():
+    batches = split_batches(init_script())
+    polling = next(i for i, b in enumerate(batches) if "sp_cdc_change_job" in b)
+    assert "@pollinginterval = 1" in batches[polling] and "sp_cdc_start_job" in batches[polling]
+    assert polling > max(i for i, b in enumerate(batches) if "sp_cdc_enable_table" in b)
