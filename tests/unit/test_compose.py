@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import PurePosixPath
 
 import pytest
+import yaml
 
 from sandbox.backends import compose, native
 from sandbox.backends.compose_cli import binary_path, ensure_compose_cli
@@ -272,3 +273,20 @@ def test_no_password_is_put_on_a_command_line(compose_binary, compose_settings):
         arguments = json.dumps([service.get("command"), service.get("entrypoint"),
                                 service.get("healthcheck", {}).get("test")])
         assert passwords == [] or not any(p in arguments for p in passwords), f"{name}: a password in its commands"
+
+
+@pytest.mark.parametrize("status, healthy", [(200, True), (503, False)])
+def test_apicurios_health_check_needs_only_bash_and_asks_the_readiness_endpoint(status, healthy):
+    from tests.unit.http_fake import serve
+
+    asked = []
+    server = serve(lambda method, path: asked.append(path) or (status, b'{"status": "UP"}'))
+    try:
+        test = yaml.safe_load(compose.COMPOSE_FILE.read_text())["services"]["apicurio"]["healthcheck"]["test"]
+        port = server.server_address[1]
+        command = [part.replace("/8080", f"/{port}") for part in test[1:]]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=10, env={"PATH": "/usr/bin:/bin"})
+    finally:
+        server.shutdown()
+    assert (result.returncode == 0) == healthy, result.stderr
+    assert asked == ["/health/ready"]
