@@ -17,30 +17,27 @@ from tickit_data import get_table
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mssql]
 
-EVENT_TIMEOUT = 180  # the Agent's capture job polls the log every few seconds
+EVENT_TIMEOUT = 180  # generous: the Agent's capture job polls every second, once it runs
 USER = get_table("user")
 
 
-def unreachable_reason(settings: Settings) -> str | None:
-    if "mssql" not in settings.topology.sources:
-        return ("no SQL Server in this sandbox: crm.user lives on its Postgres stand-in; set SANDBOX_MSSQL_DSN or "
-                "run the compose backend (SANDBOX_BACKEND=compose make up)")
-    server = SqlServer(settings)
-    try:
-        server.is_ready()
-    except Exception as exc:  # any failure to answer means: not reachable here
-        return f"SQL Server at {server.endpoint.address} does not answer: {exc}"
-    return None
+NO_SQL_SERVER = ("no SQL Server in this sandbox: crm.user lives on its Postgres stand-in; set SANDBOX_MSSQL_DSN or "
+                 "run the compose backend (SANDBOX_BACKEND=compose make up)")
 
 
 @pytest.fixture(scope="module")
-def mssql_settings() -> Settings:
-    settings = Settings.load()
-    reason = unreachable_reason(settings)
-    if reason:
-        pytest.skip(reason)
-    tickit.create_tables(settings)
-    return settings
+def mssql_settings(sandbox: Settings) -> Settings:
+    """The sandbox under test (ephemeral or not); skipped without a SQL Server, failed when one is configured and
+    does not answer."""
+    if "mssql" not in sandbox.topology.sources:
+        pytest.skip(NO_SQL_SERVER)
+    server = SqlServer(sandbox)
+    try:
+        server.is_ready()
+    except Exception as exc:  # any failure to answer: configured, yet broken
+        pytest.fail(f"SQL Server at {server.endpoint.address} is configured and does not answer: {exc}")
+    tickit.create_tables(sandbox)
+    return sandbox
 
 
 @pytest.fixture(scope="module")
