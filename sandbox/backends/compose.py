@@ -43,22 +43,26 @@ PUBLISHED_PORTS = {name: DEFAULT_PORTS[name] for name in SERVICES}  # container 
 CONNECT_SECRETS = "/run/secrets/connect-credentials"
 INTERNAL_KAFKA = "kafka:19092"
 DATABASE_SOURCES = ("postgres", "mysql", "mssql")
-# The Debezium Connect image's variables for worker settings; CONNECT_<NAME> sets <name> (lower case, `_` -> `.`).
+# The Debezium Connect image's variables for worker settings (debezium/container-images,
+# connect-base/<version>/docker-entrypoint.sh): these few by name, with the defaults it gives the ones marked so;
+# beyond them only CONNECT_<NAME> sets <name> (lower case, `_` -> `.`).
 CONNECT_IMAGE_SETTINGS = {
     "BOOTSTRAP_SERVERS": "bootstrap.servers", "GROUP_ID": "group.id",
     "CONFIG_STORAGE_TOPIC": "config.storage.topic", "OFFSET_STORAGE_TOPIC": "offset.storage.topic",
     "STATUS_STORAGE_TOPIC": "status.storage.topic",
-    "CONFIG_STORAGE_REPLICATION_FACTOR": "config.storage.replication.factor",
-    "OFFSET_STORAGE_REPLICATION_FACTOR": "offset.storage.replication.factor",
-    "STATUS_STORAGE_REPLICATION_FACTOR": "status.storage.replication.factor",
-    "OFFSET_FLUSH_INTERVAL_MS": "offset.flush.interval.ms",
+    "OFFSET_FLUSH_INTERVAL_MS": "offset.flush.interval.ms", "OFFSET_FLUSH_TIMEOUT_MS": "offset.flush.timeout.ms",
+    "SHUTDOWN_TIMEOUT": "task.shutdown.graceful.timeout.ms",
     "KEY_CONVERTER": "key.converter", "VALUE_CONVERTER": "value.converter",
 }
+CONNECT_IMAGE_DEFAULTS = {"GROUP_ID": "1", "OFFSET_FLUSH_INTERVAL_MS": "60000", "OFFSET_FLUSH_TIMEOUT_MS": "5000",
+                          "SHUTDOWN_TIMEOUT": "10000", "KEY_CONVERTER": "org.apache.kafka.connect.json.JsonConverter",
+                          "VALUE_CONVERTER": "org.apache.kafka.connect.json.JsonConverter"}
 
 
 def connect_worker_properties(environment: dict[str, str]) -> dict[str, str]:
     """The worker properties the Connect container's environment sets."""
-    properties = {prop: str(environment[var]) for var, prop in CONNECT_IMAGE_SETTINGS.items() if var in environment}
+    named = CONNECT_IMAGE_DEFAULTS | environment
+    properties = {prop: str(named[var]) for var, prop in CONNECT_IMAGE_SETTINGS.items() if var in named}
     for var, value in environment.items():
         if var.startswith("CONNECT_"):
             properties[var.removeprefix("CONNECT_").lower().replace("_", ".")] = str(value)

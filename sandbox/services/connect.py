@@ -38,6 +38,8 @@ class KafkaConnect(NativeService):
             # Kafka Connect's default: after a crash Debezium re-sends what it delivered since the last flush, as
             # in production, and the fault suite proves the job idempotent against those real duplicates.
             "offset.flush.interval.ms": 60000,
+            "offset.flush.timeout.ms": 5000,  # Kafka's defaults, named: the compose worker sets them too
+            "task.shutdown.graceful.timeout.ms": 5000,
             "config.providers": "file",
             "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
             # A connector submitted through the REST API reads the sandbox's secrets and nothing else (KIP-993).
