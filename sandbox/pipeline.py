@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from sandbox import class_archive, job
+from sandbox import class_archive, job, topics
 from sandbox import timeline as commit_timeline
 from sandbox.checkpoint import batch_start_offsets, committed_offsets, on_s3, planned_offsets
 from sandbox.config import Settings
@@ -94,6 +94,7 @@ class Pipeline:
     paused: bool = False
     resume_continuous: bool = False  # paused while running continuously
     drives_job: bool = True  # False: the job runs elsewhere (e.g. `sandbox job run`); waits only read silver
+    topics_seen: bool = False  # every topic the job reads exists
 
     def __repr__(self) -> str:  # short: a failing property example prints its arguments
         tables = ", ".join(spec.table for spec in self.config.tables)
@@ -117,6 +118,7 @@ class Pipeline:
     # --- running the job -----------------------------------------------------------------------------------
     def run_once(self) -> list[dict]:
         """Process everything in Kafka now; returns the batch summaries of this run."""
+        self._wait_for_topics()
         before = len(self.reports)
         cdc_hudi_job.run(self.spark, self.config, once=True, report=self.reports.append)
         return [json.loads(line) for line in self.reports[before:]]
@@ -132,8 +134,15 @@ class Pipeline:
             self.config = normal
 
     def start_continuous(self) -> None:
+        self._wait_for_topics()
         if self.query is None:
             self.query = cdc_hudi_job.start(self.spark, self.config, once=False, report=self.reports.append)
+
+    def _wait_for_topics(self) -> None:
+        """Right after `sandbox up` Debezium may still be creating topics; once all exist, they stay."""
+        if not self.topics_seen:
+            topics.wait_for_topics(self.settings.endpoint("kafka").address, [s.topic for s in self.config.tables])
+            self.topics_seen = True
 
     def stop_continuous(self) -> None:
         if self.query is not None:

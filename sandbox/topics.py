@@ -90,3 +90,25 @@ def grow(bootstrap: str, connect_url: str, connector: str, topic: str, count: in
     wait_until(lambda: len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == count, 30,
                f"{topic} to show {count} partitions", "see `sandbox logs kafka`")
     ConnectClient(connect_url).cycle(connector)
+
+
+TOPICS_TIMEOUT = 120  # Debezium creates a table's topic with the first event of its snapshot
+
+
+def unready(bootstrap: str, topics: list[str]) -> list[str]:
+    """Those of `topics` that do not exist yet, or have a partition without a leader (being created)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sandbox-topics-{uuid.uuid4().hex[:6]}"})
+    try:
+        known = consumer.list_topics(timeout=10).topics
+    finally:
+        consumer.close()
+    return [topic for topic in topics if topic not in known or known[topic].error is not None
+            or not known[topic].partitions or any(p.leader < 0 for p in known[topic].partitions.values())]
+
+
+def wait_for_topics(bootstrap: str, topics: list[str], timeout: float = TOPICS_TIMEOUT) -> None:
+    """Wait until every topic a job is about to read exists (Spark's Kafka source fails on one that does not)."""
+    missing = unready(bootstrap, topics)
+    if missing:
+        wait_until(lambda: not unready(bootstrap, missing), timeout, f"Debezium to create {', '.join(missing)}",
+                   "see the connectors in `sandbox status` and `sandbox logs connect`", interval=0.5)
