@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 import yaml
+from pyspark.errors import StreamingQueryException
 
 from sandbox import scenario as scenarios
 from sandbox.errors import SandboxError
@@ -34,6 +35,8 @@ from tickit_data.schema import (BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLI
 
 FUZZ_KEY_BASE = {SMALLINT: 30_000, INT: 2_000_000_000}  # above every TICKIT key
 FUZZ_KEYS_PER_TABLE = 24
+# What an example's failure may be: a verdict of the oracle or a scenario, the harness giving up, the job crashing.
+FAILURES = (AssertionError, SandboxError, StreamingQueryException)
 ADDED_COLUMNS = {"fuzz_note": "text", "fuzz_amount": "decimal", "fuzz_flag": "bool"}  # few: tables stop growing
 CHANGE_WEIGHTS = {"insert": 3, "update": 5, "delete": 2, "update_key": 2, "burst": 1, "transaction": 1,
                   "add_column": 0.3}
@@ -255,7 +258,7 @@ class Fuzzer:
             rounds = self.oracle.rounds
             try:
                 self.play(spec)
-            except (AssertionError, SandboxError) as exc:
+            except FAILURES as exc:
                 return Failure(raw, exc, number)
             self.examples += 1
             self.say(f"fuzz: example {number} passed ({', '.join(spec.tables)}; {len(spec.steps)} steps, "
@@ -311,7 +314,7 @@ class Replay:
             pipe.run_once()
             with self.around():
                 scenarios.run(spec, pipe, self.mutator, Oracle(self.settings, pipe, self.mutator, timeout=self.timeout))
-        except (AssertionError, SandboxError) as exc:
+        except FAILURES as exc:
             return signature(exc) == self.wanted
         finally:
             finish([pipe], failed=False)
