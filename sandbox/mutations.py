@@ -374,13 +374,14 @@ class Mutator:
         conn = connect(self.settings, p)
         try:
             with conn.cursor() as cur:
-                cur.execute(f"SELECT MIN({column}), MAX({column}) FROM {p.name}")
-                low, high = cur.fetchone()
-                if low is None:
+                cur.execute(f"SELECT COUNT(*) FROM {p.name}")
+                (count,) = cur.fetchone()
+                if not count:
                     raise SandboxError(f"{p.table.name} is empty", "load TICKIT first: `sandbox load`")
-                top, limit = ("TOP 1 ", "") if p.dialect == SQLSERVER else ("", " LIMIT 1")
-                cur.execute(f"SELECT {top}* FROM {p.name} WHERE {column} >= %s ORDER BY {column}{limit}",
-                            (rng.randint(low, high),))
+                # Every row equally likely: a draw between the smallest and largest key favours the rows after gaps
+                # (the fuzzer's keys lie far above TICKIT's), and drew the same two rows again and again.
+                page = "OFFSET %s ROWS FETCH NEXT 1 ROWS ONLY" if p.dialect == SQLSERVER else "LIMIT 1 OFFSET %s"
+                cur.execute(f"SELECT * FROM {p.name} ORDER BY {column} {page}", (rng.randrange(count),))
                 names = [d[0] for d in cur.description]
                 return dict(zip(names, cur.fetchone()))
         finally:
