@@ -278,16 +278,21 @@ class Fuzzer:
 
     def clear(self) -> None:
         """Delete the rows examples left at their keys, through the source, and check that silver follows."""
-        deleted = False
-        for table in self.sources:
-            schema = get_table(table)
-            for value in fuzz_keys(schema):
-                key = {schema.primary_key[0]: value}
-                if self.mutator.read_row(table, key) is not None:
-                    self.mutator.delete(table, key)
-                    deleted = True
-        if deleted:
+        if delete_rows(self.mutator, list(self.sources)):
             self.oracle.round("examples' rows deleted")
+
+
+def delete_rows(mutator, tables: list[str]) -> bool:
+    """Delete, through the source, the rows examples left at their keys in these tables; whether there were any."""
+    deleted = False
+    for table in tables:
+        schema = get_table(table)
+        for value in fuzz_keys(schema):
+            key = {schema.primary_key[0]: value}
+            if mutator.read_row(table, key) is not None:
+                mutator.delete(table, key)
+                deleted = True
+    return deleted
 
 
 class Replay:

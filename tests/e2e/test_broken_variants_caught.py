@@ -70,7 +70,7 @@ def dropping_updates():
 
 
 def test_the_fuzzer_finds_a_broken_job_and_shrinks_the_failure_to_a_scenario_file(
-        request, sandbox, spark, lake_branches, pipeline_factory, mutator, tmp_path):
+        request, sandbox, spark, lake_branches, pipeline_factory, mutator, tmp_path, fuzz_rows_deleted):
     pipeline = pipeline_factory(only=["category", "venue"])
     pipeline.run_once()  # the branch's gap, by the correct job
     timeout = request.config.getoption("--oracle-timeout")
@@ -91,3 +91,10 @@ def test_the_fuzzer_finds_a_broken_job_and_shrinks_the_failure_to_a_scenario_fil
     spec = scenarios.load(found.path)  # the file is a test of the bug: the job without it passes
     correct = pipeline_factory(only=spec.tables)
     scenarios.run(spec, correct, mutator, Oracle(sandbox, correct, mutator, timeout=timeout, stats=RunStats()))
+
+
+@pytest.fixture
+def fuzz_rows_deleted(mutator):
+    """The rows the examples leave at their keys go afterwards, as after a fuzz run (through the source)."""
+    yield
+    fuzz.delete_rows(mutator, ["category", "venue"])
