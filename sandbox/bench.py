@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from sandbox import job_bench, process, snapshot_bench, tickit
+from sandbox import backends, job_bench, process, snapshot_bench, tickit
 from sandbox.backends import native
 from sandbox.config import Settings
 
@@ -28,9 +28,10 @@ def disk_usage_mb(path: Path) -> float:
 
 
 def restart_seconds(settings: Settings) -> float:
-    native.down(settings, lambda *_: None)
+    backend = backends.of(settings)
+    backend.down(settings, lambda *_: None)
     started = time.monotonic()
-    native.up(settings, lambda *_: None, skip_install=True)
+    backend.up(settings, lambda *_: None, skip_install=True)
     return time.monotonic() - started
 
 
@@ -39,6 +40,9 @@ def memory_table(settings: Settings) -> Table:
     table.add_column("service")
     table.add_column("RSS MiB", justify="right")
     total = 0.0
+    if settings.backend == "compose":
+        table.caption = "the compose backend's containers: `docker stats`"
+        return table
     for svc in native.all_services(settings):
         pid = svc.pid()
         rss = process.resident_memory_mb(pid) if pid else 0.0

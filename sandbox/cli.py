@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import time
 
@@ -18,8 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sandbox import job, orphans, tickit, tickit_download
-from sandbox.backends import compose, native, select
+from sandbox import backends, job, orphans, tickit, tickit_download
+from sandbox.backends import select
 from sandbox.checkpoint import unvouched_batch
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
@@ -33,11 +32,6 @@ console = Console()
 
 def _report(name: str, outcome: str) -> None:
     console.print(f"  [bold]{name:<22}[/bold] {outcome}")
-
-
-def _backend(settings: Settings):
-    """The backend module running this sandbox (what `sandbox up` recorded, or SANDBOX_BACKEND)."""
-    return compose if settings.backend == "compose" else native
 
 
 def _fail(exc: SandboxError) -> None:
@@ -56,7 +50,7 @@ def up(skip_install: bool = typer.Option(False, help="Do not check or install pa
         settings = select.settings_for(choice)
         console.print(f"[bold]sandbox up[/bold]: {choice.describe()}, state in {settings.state_dir}", highlight=False)
         with console.status("working…"):
-            _backend(settings).up(settings, _report, skip_install=skip_install)
+            backends.of(settings).up(settings, _report, skip_install=skip_install)
             settings.record_backend()
     except SandboxError as exc:
         _fail(exc)
@@ -69,7 +63,7 @@ def down():
     """Stop every service; data stays in the state directory (on compose: in the volumes)."""
     try:
         settings = Settings.load()
-        _backend(settings).down(settings, _report)
+        backends.of(settings).down(settings, _report)
     except SandboxError as exc:
         _fail(exc)
 
@@ -86,7 +80,7 @@ def status():
 
 
 def _print_status(settings: Settings) -> None:
-    statuses, connectors = _backend(settings).status(settings)
+    statuses, connectors = backends.of(settings).status(settings)
     table = Table(title="services")
     for column in ("service", "state", "address", "pid", "version"):
         table.add_column(column)
@@ -368,15 +362,10 @@ def logs(service: str, lines: int = typer.Option(50, "-n", help="How many lines 
     """Print the log of one service."""
     settings = Settings.load()
     try:
-        if settings.backend == "compose":
-            sys.exit(compose.logs(settings, service, lines, follow))
-        svc = native.service(settings, service)
+        code = backends.of(settings).logs(settings, service, lines, follow)
     except SandboxError as exc:
         _fail(exc)
-    if not svc.log_file.exists():
-        _fail(SandboxError(f"{service} has no log yet at {svc.log_file}", "run `make up` first"))
-    command = ["tail", "-n", str(lines)] + (["-F"] if follow else []) + [str(svc.log_file)]
-    sys.exit(subprocess.call(command))
+    sys.exit(code)
 
 
 @app.command()
@@ -386,9 +375,7 @@ def reset(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask.")):
     if not yes and not typer.confirm(f"delete {settings.state_dir} and all data in it?"):
         raise typer.Exit(1)
     try:
-        _backend(settings).down(settings, _report)
-        if settings.backend == "compose":
-            compose.reset(settings, _report)
+        backends.of(settings).reset(settings, _report)
     except SandboxError as exc:
         _fail(exc)
     shutil.rmtree(settings.state_dir, ignore_errors=True)

@@ -62,18 +62,12 @@ def ephemeral_settings(state_dir: Path) -> Settings:
     return Settings.load(env)
 
 
-def _backend(settings: Settings):
-    from sandbox.backends import compose, native
-
-    return compose if settings.backend == "compose" else native
-
-
 @pytest.fixture(scope="session")
 def sandbox(request, sandbox_settings: Settings):
     """A running sandbox. Attach: the project's (started, without installing, if it is down). Ephemeral: a new
     stack for this session on free ports, with testcontainers where a Docker engine answers, natively otherwise;
     removed afterwards."""
-    from sandbox import orphans
+    from sandbox import backends, orphans
     from sandbox.backends import compose, native, select
 
     quiet = lambda name, outcome: None  # noqa: E731
@@ -91,7 +85,7 @@ def sandbox(request, sandbox_settings: Settings):
             native.down(sandbox_settings, quiet)
             entry.unlink(missing_ok=True)
         return
-    backend = _backend(sandbox_settings)
+    backend = backends.of(sandbox_settings)
     statuses, connectors = backend.status(sandbox_settings)
     healthy = all(s.state in ("running", "external") for s in statuses)
     if not healthy or any(state != "RUNNING" for _, state in connectors):

@@ -16,7 +16,8 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -149,9 +150,11 @@ def up(settings: Settings, report, skip_install: bool = False) -> None:
     settings.record_backend()
     write_files(settings)
     services = [name for name in SERVICES if not settings.is_external(name)]
+    running = {name for name, row in _ps_rows(settings).items() if row.get("State") == "running"}
+    native.check_free({name: [settings.ports[name]] for name in services if name not in running})
     _run(settings, "up", "--detach", "--wait", "--wait-timeout", "600", *services, what="starting the stack")
     for name in services:
-        report(name, "healthy")
+        report(name, "already running" if name in running else "started, healthy")
     prepare_services(settings, report)
 
 
@@ -242,10 +245,33 @@ def _service_status(settings: Settings, name: str, row: dict | None) -> ServiceS
     return ServiceStatus(name, state, address, None, row.get("Image", "-"))
 
 
-def logs(settings: Settings, service: str, lines: int, follow: bool) -> int:
-    if service not in SERVICES:
-        raise SandboxError(f"unknown service {service!r}", "choose one of: " + ", ".join(SERVICES))
-    return subprocess.call(command(settings, "logs", "--tail", str(lines), *(["--follow"] if follow else []), service))
+def logs(settings: Settings, service_name: str, lines: int, follow: bool) -> int:
+    if service_name not in SERVICES:
+        raise SandboxError(f"unknown service {service_name!r}", "choose one of: " + ", ".join(SERVICES))
+    return subprocess.call(command(settings, "logs", "--tail", str(lines), *(["--follow"] if follow else []),
+                                   service_name))
+
+
+def instances(settings: Settings) -> dict[str, str | None]:
+    """A service's instance is its container's process: container id, host pid and start time."""
+    running = {name: row["ID"] for name, row in _ps_rows(settings).items() if row.get("State") == "running"}
+    found = dict.fromkeys(SERVICES)
+    if running:
+        result = subprocess.run(["docker", "inspect", "--format", "{{.Id}} {{.State.Pid}} {{.State.StartedAt}}",
+                                 *running.values()], capture_output=True, text=True)
+        started = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
+        for name, container in running.items():
+            found[name] = next((line for full_id, line in started.items() if full_id.startswith(container)), None)
+    return found
+
+
+def kill(settings: Settings, services: Sequence[str]) -> None:
+    _run(settings, "kill", "--signal", "SIGKILL", *services, what="killing " + ", ".join(services))
+    deadline = time.monotonic() + 30
+    while any(_ps_rows(settings).get(name, {}).get("State") == "running" for name in services):
+        if time.monotonic() > deadline:
+            raise SandboxError(f"still running 30 s after SIGKILL: {', '.join(services)}", "see `sandbox status`")
+        time.sleep(0.2)
 
 
 # --- an ephemeral stack for a test session -----------------------------------------------------------------

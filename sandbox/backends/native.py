@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+
+import psutil
 
 from sandbox import install, jvm, process, tickit
 from sandbox.config import Settings
@@ -37,21 +42,18 @@ def service(settings: Settings, name: str) -> NativeService:
 
 
 def check_ports(services: list[NativeService]) -> None:
-    """Fail before touching anything if a port we must bind is held by a process that is not ours."""
-    taken = []
-    for svc in services:
-        if svc.external or svc.pid() is not None:
-            continue
-        for port in svc.ports:
-            holder = process.process_on_port(port)
-            if holder:
-                taken.append(f"port {port} ({svc.name}) is in use by {holder}")
+    check_free({svc.name: svc.ports for svc in services if not svc.external and svc.pid() is None})
+
+
+def check_free(ports_by_service: dict[str, list[int]]) -> None:
+    """Fail before touching anything if a port a service must bind is held by another process."""
+    taken = [(name, port, holder) for name, ports in ports_by_service.items() for port in ports
+             if (holder := process.process_on_port(port))]
     if taken:
         raise SandboxError(
-            "cannot start: " + "; ".join(taken),
+            "cannot start: " + "; ".join(f"port {port} ({name}) is in use by {holder}" for name, port, holder in taken),
             "stop that process, or give the sandbox other ports, e.g. "
-            + " ".join(f"SANDBOX_{t.split('(')[1].split(')')[0].upper()}_PORT=<free port>" for t in taken[:2])
-            + " make up",
+            + " ".join(f"SANDBOX_{name.upper()}_PORT=<free port>" for name, _, _ in taken[:2]) + " make up",
         )
 
 
@@ -128,6 +130,11 @@ def _stop_together(services: list[NativeService], report) -> None:
             report(svc.name, outcome)
 
 
+def reset(settings: Settings, report) -> None:
+    """Everything native lives in the state directory, which the caller removes."""
+    down(settings, report)
+
+
 def status(settings: Settings) -> tuple[list[ServiceStatus], list[tuple[str, str]]]:
     services = all_services(settings)
     with ThreadPoolExecutor(max_workers=len(services)) as pool:
@@ -145,3 +152,36 @@ def connector_status(settings: Settings, statuses: list[ServiceStatus]) -> list[
         states = connector_states(ConnectClient(settings.url("connect")).status(source.connector))
         rows.append((source.connector, "/".join(dict.fromkeys(states)) if states else "not registered"))
     return rows
+
+
+def logs(settings: Settings, service_name: str, lines: int, follow: bool) -> int:
+    log_file = service(settings, service_name).log_file
+    if not log_file.exists():
+        raise SandboxError(f"{service_name} has no log yet at {log_file}", "run `make up` first")
+    return subprocess.call(["tail", "-n", str(lines), *(["-F"] if follow else []), str(log_file)])
+
+
+def instances(settings: Settings) -> dict[str, str | None]:
+    """A service's instance is its server process: pid and start time (a pid can be reused)."""
+    found = {}
+    for svc in all_services(settings):
+        pid = svc.pid()
+        try:
+            found[svc.name] = None if pid is None else f"{pid}@{psutil.Process(pid).create_time()}"
+        except psutil.NoSuchProcess:
+            found[svc.name] = None
+    return found
+
+
+def kill(settings: Settings, services: Sequence[str]) -> None:
+    processes = []
+    for pid in filter(None, (service(settings, name).pid() for name in services)):
+        try:
+            processes.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            continue
+    for proc in processes:
+        proc.send_signal(signal.SIGKILL)
+    _, alive = psutil.wait_procs(processes, timeout=30)
+    if alive:
+        raise SandboxError(f"still running 30 s after SIGKILL: {[p.pid for p in alive]}", "see `sandbox status`")

@@ -12,8 +12,7 @@ import uuid
 import port_for
 import pytest
 
-from sandbox import job, jvm
-from sandbox.backends import native
+from sandbox import backends, job, jvm, process
 from sandbox.config import DEFAULT_PORTS
 from sandbox.errors import SandboxError
 
@@ -52,17 +51,23 @@ def test_port_in_use_fails_fast_naming_port_and_process(tmp_path, sandbox):
 
 
 def test_port_held_by_the_running_sandbox_names_that_service(tmp_path, sandbox):
-    kafka_pid = native.service(sandbox, "kafka").pid()
-    env = scratch_sandbox_env(tmp_path, sandbox, SANDBOX_KAFKA_PORT=str(sandbox.ports["kafka"]))
+    backend = backends.of(sandbox)
+    before = backend.instances(sandbox)
+    port = sandbox.ports["kafka"]
+    holder = process.process_on_port(port)  # natively Kafka itself, under compose Docker's port proxy
+    env = scratch_sandbox_env(tmp_path, sandbox, SANDBOX_KAFKA_PORT=str(port))
     result = run_up(env)
     output = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1
-    assert f"port {sandbox.ports['kafka']} (kafka) is in use by pid {kafka_pid}" in output
-    assert native.service(sandbox, "kafka").is_ready(), "the running sandbox is untouched"
+    assert f"port {port} (kafka) is in use by {holder.split(':')[0]}" in output
+    assert backend.instances(sandbox) == before, "the running sandbox is untouched"
+    _, connectors = backend.status(sandbox)
+    assert {state for _, state in connectors} == {"RUNNING"}
 
 
 def test_missing_java_is_named(tmp_path, sandbox):
-    env = scratch_sandbox_env(tmp_path, sandbox, PATH=os.path.dirname(sys.executable))
+    # The native backend runs Kafka, Connect and Apicurio on the host's Java (a Docker host can choose it too).
+    env = scratch_sandbox_env(tmp_path, sandbox, PATH=os.path.dirname(sys.executable), SANDBOX_BACKEND="native")
     env.pop("JAVA_HOME", None)
     result = run_up(env)
     output = " ".join((result.stdout + result.stderr).split())

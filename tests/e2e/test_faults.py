@@ -11,14 +11,12 @@ timings."""
 from __future__ import annotations
 
 import random
-import signal
 import time
 from collections import Counter
 
-import psutil
 import pytest
 
-from sandbox.backends import native
+from sandbox import backends
 from sandbox.changes import ChangeReader, end_offsets
 from sandbox.checkpoint import split_uri
 from sandbox.positions import event_position
@@ -102,10 +100,12 @@ def change(mutator, rng: random.Random, tables: list[str]) -> None:
 
 
 def kill(settings, component: str) -> float:
-    process = psutil.Process(native.service(settings, component).pid())
-    process.send_signal(signal.SIGKILL)
-    process.wait(30)
+    backends.of(settings).kill(settings, [component])
     return time.monotonic()
+
+
+def quiet(name: str, outcome: str) -> None:
+    pass
 
 
 def down_mid_batch_and_up(settings, pipeline, oracle, s3) -> tuple:
@@ -113,11 +113,11 @@ def down_mid_batch_and_up(settings, pipeline, oracle, s3) -> tuple:
     `up`. The lake holds what `down` saved and what the job wrote or deleted while it was saved, nothing else."""
     oracle.wait_delivered()  # the changes are in Kafka: the job's next batch writes them
     wait_until(lambda: pipeline.query.status["message"] == "Processing new data", 60, "the job to start a batch")
-    native.down(settings, lambda name, outcome: None)
+    backends.of(settings).down(settings, quiet)
     stopped_at = time.monotonic()
     pipeline.stop_continuous()  # its batch fails without S3; stopped, it cannot write before the listing is taken
     job_stopped_in = time.monotonic() - stopped_at
-    native.up(settings, lambda name, outcome: None, skip_install=True)
+    backends.of(settings).up(settings, quiet, skip_install=True)
     up_in = time.monotonic() - stopped_at - job_stopped_in
     assert bucket_snapshot.listing(s3) == saved_by_down(LocalStack(settings)), \
         "every object `down` saved comes back with its key, size and ETag, and nothing else"
@@ -144,12 +144,10 @@ def power_cut_and_up(settings, pipeline, oracle, s3) -> tuple:
     the listing taken before the cut is final (the job's own crash: test_job_modes.py)."""
     pipeline.stop_continuous()
     before = bucket_snapshot.listing(s3)
-    processes = [psutil.Process(svc.pid()) for svc in native.all_services(settings) if svc.pid() is not None]
-    for process in processes:
-        process.send_signal(signal.SIGKILL)
-    psutil.wait_procs(processes, timeout=30)
+    backend = backends.of(settings)
+    backend.kill(settings, [name for name, instance in backend.instances(settings).items() if instance])
     cut_at = time.monotonic()
-    native.up(settings, lambda name, outcome: None, skip_install=True)
+    backends.of(settings).up(settings, quiet, skip_install=True)
     assert bucket_snapshot.listing(s3) == before, "the lake as of LocalStack's last acknowledged write"
     return recover(settings, pipeline, oracle, "power cut", cut_at)
 
@@ -166,8 +164,8 @@ def delete_object(s3, uri: str) -> None:
 
 def recover(settings, pipeline, oracle, component: str, killed_at: float, detail: str = "") -> tuple:
     """`sandbox up` restarts what died; a job that failed meanwhile is started again from its checkpoint."""
-    _, connectors = native.status(settings)
-    native.up(settings, lambda name, outcome: None, skip_install=True)
+    _, connectors = backends.of(settings).status(settings)
+    backends.of(settings).up(settings, quiet, skip_install=True)
     up_after = time.monotonic() - killed_at
     restarted = "stopped" if pipeline.query is None else "failed" if pipeline.query.exception() is not None else "no"
     if restarted != "no":

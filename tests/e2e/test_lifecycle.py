@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from sandbox.backends import native
+from sandbox import backends
 from sandbox.services import bucket_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -22,10 +22,6 @@ def sandbox_cli(*args: str, timeout: float = 600) -> str:
     assert result.returncode == 0, f"sandbox {' '.join(args)}: exit {result.returncode}\n" \
                                    + result.stdout[-3000:] + result.stderr[-3000:]
     return " ".join(result.stdout.split())
-
-
-def pids(settings) -> dict[str, int | None]:
-    return {svc.name: svc.pid() for svc in native.all_services(settings)}
 
 
 def described(s3, bucket: str) -> dict[str, tuple]:
@@ -40,12 +36,14 @@ def described(s3, bucket: str) -> dict[str, tuple]:
 
 
 def test_up_twice_reuses_installs_and_running_services(sandbox):
-    before = pids(sandbox)
+    backend = backends.of(sandbox)
+    before = backend.instances(sandbox)
+    assert all(before.values()), f"every service runs: {before}"
     output = sandbox_cli("up")
     for service in before:
         assert f"{service} already running" in output
-    assert "jvm artifacts present" in output and "localstack present" in output
-    assert pids(sandbox) == before
+    assert "installed" not in output and "resolved with Maven" not in output, output
+    assert backend.instances(sandbox) == before, "no service was restarted"
 
 
 def test_bucket_snapshot_keeps_keys_bytes_and_headers_and_saves_only_what_changed(sandbox, s3, tmp_path):

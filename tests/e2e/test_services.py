@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from sandbox.backends import native
+from sandbox import backends
 from sandbox.connectors import connector_states
 
 pytestmark = pytest.mark.e2e
@@ -45,7 +45,10 @@ def test_object_round_trips_through_the_lake_bucket(s3, lake_bucket):
 
 
 def test_status_reports_every_service_running(sandbox):
-    statuses, connectors = native.status(sandbox)
+    backend = backends.of(sandbox)
+    statuses, connectors = backend.status(sandbox)
     assert {s.service: s.state for s in statuses} == {s.service: "running" for s in statuses}
-    assert all(s.pid and s.version not in ("", "-", "?") for s in statuses)
+    assert all(s.version not in ("", "-", "?") for s in statuses), statuses
+    running = backend.instances(sandbox)
+    assert {s.service for s in statuses} <= {name for name, instance in running.items() if instance}
     assert {name for name, _ in connectors} == {s.connector for s in sandbox.topology.sources.values()}
