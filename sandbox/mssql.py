@@ -111,6 +111,26 @@ def _enable_table_batch(schema: str, table: str) -> str:
     )
 
 
+def refresh_capture_instance_batch(schema: str, table: str) -> str:
+    """T-SQL that gives a table whose columns changed a new capture instance, Debezium's online schema update:
+    CDC keeps capturing the columns an instance was created with, and the connector moves to the newer instance
+    at its start LSN. A table holds at most two instances, so the older of two is retired first: the schema
+    change before this one has been streamed by then (a new one is made per migration, never two at once)."""
+    source = f"N'{quote(SQLSERVER, schema)}.{quote(SQLSERVER, table)}'"
+    return (
+        f"DECLARE @retired sysname = (SELECT TOP 1 capture_instance FROM cdc.change_tables\n"
+        f"    WHERE source_object_id = OBJECT_ID({source}) AND 2 <= (SELECT COUNT(*) FROM cdc.change_tables\n"
+        f"        WHERE source_object_id = OBJECT_ID({source})) ORDER BY create_date, object_id);\n"
+        f"IF @retired IS NOT NULL\n"
+        f"    EXEC sys.sp_cdc_disable_table @source_schema = N'{schema}', @source_name = N'{table}',\n"
+        f"        @capture_instance = @retired;\n"
+        f"DECLARE @instance sysname = N'{schema}_{table}_' + FORMAT(SYSUTCDATETIME(), 'yyyyMMddHHmmssfffffff');\n"
+        f"EXEC sys.sp_cdc_enable_table @source_schema = N'{schema}', @source_name = N'{table}',\n"
+        f"    @role_name = N'{CDC_ROLE}', @filegroup_name = N'{CDC_FILEGROUP}', @supports_net_changes = 0,\n"
+        f"    @capture_instance = @instance;"
+    )
+
+
 def capture_login_batches(topology: Topology) -> list[str]:
     """The capture login Debezium uses (compose; an external server's DSN login is used as it is).
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
+from sandbox.mssql import refresh_capture_instance_batch
 from sandbox.positions import current_position, position_in, position_range
 from sandbox.tickit import Placement, connect, placements
 from tickit_data.ddl import MYSQL, SQLSERVER, quote
@@ -401,9 +402,10 @@ def _set_session_clock(cur, dialect: str, at: dt.datetime | None) -> None:
 def _add_column_sql(p: Placement, column: str, sql_type: str, present: bool = False) -> str:
     """The statement adding the column, which does nothing where it is `present` already."""
     name = quote(p.dialect, column)
-    if p.dialect == SQLSERVER:
-        # SQL Server CDC keeps capturing the columns it was enabled with; a new column needs a new capture instance.
-        return f"IF COL_LENGTH(N'{p.name}', N'{column}') IS NULL ALTER TABLE {p.name} ADD {name} {sql_type} NULL"
+    if p.dialect == SQLSERVER:  # the column and its new capture instance in one batch, as Debezium advises
+        return (f"IF COL_LENGTH(N'{p.name}', N'{column}') IS NULL\nBEGIN\n"
+                f"ALTER TABLE {p.name} ADD {name} {sql_type} NULL;\n"
+                f"{refresh_capture_instance_batch(p.captured.namespace, p.table.name)}\nEND")
     if p.dialect == MYSQL:  # MySQL 8.0 has no ADD COLUMN IF NOT EXISTS (MariaDB has): the caller looks first
         return "DO 0" if present else f"ALTER TABLE {p.name} ADD COLUMN {name} {sql_type} NULL"
     return f"ALTER TABLE {p.name} ADD COLUMN IF NOT EXISTS {name} {sql_type} NULL"

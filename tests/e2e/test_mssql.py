@@ -3,6 +3,9 @@ journal recorded. Runs where a SQL Server is reachable (the compose backend, or 
 
 from __future__ import annotations
 
+import random
+import uuid
+
 import pytest
 
 from sandbox import tickit
@@ -89,4 +92,36 @@ def test_rounds_on_sql_server_reach_silver_with_time_travel(mssql_settings, orac
     for seed in (7, 8):
         mutator.random_batch(10, seed=seed, tables=["user"])
         oracle.round(f"seed {seed}")
+    oracle.verify_history()
+
+
+def test_key_update_column_added_and_deletes_on_sql_server(mssql_settings, oracle, mutator):
+    """What the other engines go through, on SQL Server, each an oracle round: a primary key moved (a delete and a
+    create in one commit LSN), a delete and a re-insert of one key in one micro-batch, several updates to one key
+    in one transaction, a column added (Debezium moves to the new capture instance) and rows written with it."""
+    oracle.track(["user"])
+    rng = random.Random(61)
+    row = mutator.sample_row("user", rng)
+    moved = {"userid": mutator.next_key("user")}
+    assert mutator.update_key("user", {"userid": row["userid"]}, moved).debezium_ops == ["d", "c"]
+    recorded = oracle.round("key moved")
+    assert (row["userid"],) not in recorded["user"].state and (moved["userid"],) in recorded["user"].state
+
+    again = mutator.sample_row("user", rng)
+    oracle.pause()
+    mutator.delete("user", {"userid": again["userid"]})
+    mutator.insert("user", {**again, "city": "Back Again"})
+    with mutator.transaction("user"):
+        for i in range(3):
+            mutator.update("user", moved, {"city": f"City {i} ✓"})
+    oracle.resume()
+    oracle.round("delete, re-insert and updates in one micro-batch")
+
+    column = f"note_{uuid.uuid4().hex[:6]}"
+    mutator.add_column("user", column, "text")
+    mutator.update("user", moved, {column: "after the new capture instance"})
+    mutator.insert("user", {**new_user(mutator), column: "written with it"})
+    mutator.delete("user", {"userid": again["userid"]})
+    recorded = oracle.round("column added")
+    assert column in recorded["user"].shape.columns
     oracle.verify_history()

@@ -68,3 +68,18 @@ def test_adding_a_column_on_mysql_uses_no_syntax_mysql_8_lacks(present):
     placement = Placement(get_table("sale"), load_topology().table("sale"), "mysql")
     expected = "DO 0" if present else "ALTER TABLE `ecomm`.`sale` ADD COLUMN `note` varchar(100) NULL"
     assert _add_column_sql(placement, "note", "varchar(100)", present=present) == expected
+
+
+def test_adding_a_column_on_sql_server_gives_the_table_a_new_capture_instance_in_the_same_batch():
+    """CDC keeps capturing an instance's columns: the new column needs a new instance (Debezium's online schema
+    update), and the older of two instances is retired first (a table holds at most two)."""
+    placement = Placement(get_table("user"), load_topology().table("user"), "sqlserver")
+    sql = _add_column_sql(placement, "note", "varchar(100)")
+    assert sql.startswith("IF COL_LENGTH(N'[crm].[user]', N'note') IS NULL\nBEGIN\nALTER TABLE [crm].[user] ADD [note]")
+    assert "OBJECT_ID(N'[crm].[user]')" in sql
+    assert sql.endswith("END")
+    retire, enable = sql.index("sys.sp_cdc_disable_table"), sql.index("sys.sp_cdc_enable_table")
+    assert sql.index("ALTER TABLE") < retire < enable
+    assert "@capture_instance = @retired" in sql and "@capture_instance = @instance" in sql
+    assert "N'crm_user_' + FORMAT(SYSUTCDATETIME()" in sql
+    assert "@role_name = N'cdc_reader', @filegroup_name = N'cdc'" in sql, "gated and placed as the first instance"
