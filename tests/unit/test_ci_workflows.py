@@ -1,5 +1,6 @@
-"""The CI workflows a team copies (.github/workflows/), checked here without GitHub: actionlint (built from its Go
-module into the user's cache, once per machine) and what each must do."""
+"""The CI files a team copies (.github/workflows/ and .gitlab-ci.yml), checked here without GitHub or GitLab:
+actionlint (built from its Go module) and gitlab-ci-local (from npm; it validates against GitLab's schema), each
+installed into the user's cache once per machine, and what each run must do."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from sandbox.config import PROJECT_ROOT, user_cache_dir
 WORKFLOWS = PROJECT_ROOT / ".github" / "workflows"
 ACTIONLINT = "github.com/rhysd/actionlint/cmd/actionlint"
 ACTIONLINT_VERSION = "v1.7.12"
+GITLAB_CI_LOCAL_VERSION = "4.60.0"  # later releases need Node 22
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +28,18 @@ def actionlint() -> Path:
         assert go, "Go is needed to build actionlint: install Go 1.21 or later"
         subprocess.run([go, "install", f"{ACTIONLINT}@{ACTIONLINT_VERSION}"], check=True, timeout=600,
                        env={**os.environ, "GOBIN": str(binary.parent)})
+    return binary
+
+
+@pytest.fixture(scope="session")
+def gitlab_ci_local() -> Path:
+    prefix = user_cache_dir(dict(os.environ)) / f"gitlab-ci-local-{GITLAB_CI_LOCAL_VERSION}"
+    binary = prefix / "node_modules" / ".bin" / "gitlab-ci-local"
+    if not binary.exists():
+        npm = shutil.which("npm")
+        assert npm, "npm (Node.js 20 or later) is needed to install gitlab-ci-local"
+        subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--silent",
+                        f"gitlab-ci-local@{GITLAB_CI_LOCAL_VERSION}"], check=True, timeout=600)
     return binary
 
 
@@ -63,3 +77,44 @@ def test_the_compose_workflow_saves_every_image_the_compose_file_names():
     compose = yaml.safe_load((PROJECT_ROOT / "compose" / "docker-compose.yml").read_text())
     assert sorted(listed) == sorted(s["image"] for s in compose["services"].values() if "image" in s)
     assert "awk '$1 == \"image:\" {print $2}' compose/docker-compose.yml" in pull["run"]
+
+
+def test_gitlab_ci_local_validates_the_gitlab_file_and_lists_both_jobs(gitlab_ci_local, tmp_path):
+    shutil.copy(PROJECT_ROOT / ".gitlab-ci.yml", tmp_path)  # it keeps state in the directory it runs in
+    result = subprocess.run([str(gitlab_ci_local), "--list"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and "json schema validated" in result.stderr, result.stdout + result.stderr
+    listed = [line.split()[0] for line in result.stdout.splitlines()[-2:]]
+    assert listed == ["native", "compose"]
+
+
+def gitlab_jobs() -> dict[str, dict]:
+    """The GitLab jobs with what they extend merged in (GitLab's `extends`, one level deep as used here)."""
+    config = yaml.safe_load((PROJECT_ROOT / ".gitlab-ci.yml").read_text())
+    jobs = {}
+    for name, job in config.items():
+        if name.startswith(".") or not isinstance(job, dict) or name in ("workflow", "variables"):
+            continue
+        jobs[name] = {**config[job["extends"]], **job} if "extends" in job else job
+    return jobs
+
+
+@pytest.mark.parametrize("backend", ["native", "compose"])
+def test_the_gitlab_file_runs_the_ci_entry_point_on_each_backend_and_keeps_the_reports(backend):
+    job = gitlab_jobs()[backend]
+    assert job["variables"]["SANDBOX_BACKEND"] == backend
+    assert job["script"] == ["bash .ci/run"]
+    assert job["artifacts"]["when"] == "always" and job["artifacts"]["paths"] == ["reports/"]
+    assert job["artifacts"]["reports"]["junit"] == "reports/junit.xml"
+    makefile = (PROJECT_ROOT / "Makefile").read_text()
+    assert "--junitxml=reports/junit.xml" in makefile, "the JUnit file GitLab reads is the one make test writes"
+    assert {".cache/pip", ".cache/m2", ".cache/cdc-sandbox"} <= set(job["cache"]["paths"])
+
+
+def test_the_gitlab_caches_are_where_pip_maven_and_the_sandbox_write():
+    variables = yaml.safe_load((PROJECT_ROOT / ".gitlab-ci.yml").read_text())["variables"]
+    env = {"XDG_CACHE_HOME": variables["XDG_CACHE_HOME"].replace("$CI_PROJECT_DIR", "/builds/p")}
+    assert user_cache_dir(env) == Path("/builds/p/.cache/cdc-sandbox")
+    assert variables["MAVEN_OPTS"] == "-Dmaven.repo.local=$CI_PROJECT_DIR/.cache/m2"
+    native = gitlab_jobs()["native"]
+    assert any("openjdk-17" in line and "maven" in line for line in native["before_script"])
