@@ -294,6 +294,8 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
     try:
         spec = scenario.load(file)
         settings = Settings.load()
+        if reason := scenario.unavailable(spec, settings):
+            raise SandboxError(f"{file}: {reason}", "nothing was run")
         options = {k: v for k, v in spec.job.items() if k != "continuous"}
         lake = lake or f"s3a://{settings.topology.lake_bucket}/scenario-{file.stem}-{uuid.uuid4().hex[:6]}"
         pipe = Pipeline.start(settings, lake=lake, only=spec.tables, **options)

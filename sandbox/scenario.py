@@ -15,13 +15,14 @@ from pyspark.errors import StreamingQueryException
 
 from sandbox import topics
 from sandbox.changes import ChangeReader, end_offsets
+from sandbox.config import load_topology
 from sandbox.errors import SandboxError
 from sandbox.mutations import LOGICAL_TYPES, Mutator
 from sandbox.oracle import Oracle, OracleMismatch
 from tickit_data.schema import (BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, STR, TABLES, TIMESTAMP,
                                  get_table)
 
-TOP_LEVEL = {"name", "description", "tables", "job", "given", "steps"}
+TOP_LEVEL = {"name", "description", "tables", "source", "job", "given", "steps"}
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits"}
 CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column"}
 STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
@@ -96,6 +97,7 @@ class Scenario:
     given: dict[str, list[dict]]
     steps: list[Step]
     labels: list[str] = field(default_factory=list)
+    source: str | None = None  # runs only where this source holds the tables itself, not a stand-in
 
 
 def load(path: Path) -> Scenario:
@@ -139,6 +141,8 @@ class _Validator:
             self.fail(raw, "tables must be a non-empty list of table names", "tables")
         for table in tables:
             self.table_name(raw, table, "tables")
+        if "source" in raw:
+            self.source(raw, tables)
         job = raw.get("job") or {}
         for key in job:
             if key not in JOB_OPTIONS:
@@ -158,7 +162,16 @@ class _Validator:
         self.outages_have_a_batch(steps, bool(job.get("continuous")))
         labels = [s.args["label"] for s in steps if s.kind == "check"]
         return Scenario(self.path, str(raw["name"]), str(raw.get("description", "")).strip(), list(tables),
-                        dict(job), {t: list(r) for t, r in given.items()}, steps, labels)
+                        dict(job), {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"))
+
+    def source(self, raw, tables: list[str]) -> None:
+        topology = load_topology()  # as declared, before any stand-in takes tables over
+        if raw["source"] not in topology.sources:
+            self.fail(raw, f"unknown source {raw['source']!r}; sources: {', '.join(topology.sources)}", "source")
+        elsewhere = [t for t in tables if topology.table(t).source != raw["source"]]
+        if elsewhere:
+            self.fail(raw, f"{', '.join(elsewhere)} not on source {raw['source']!r} in fixtures/topology.yaml",
+                      "source")
 
     def table_name(self, where, table, key, allowed=None) -> str:
         if table not in TABLE_NAMES:
@@ -295,6 +308,14 @@ class ScenarioResult:
     name: str
     checks: int
     expectations: int
+
+
+def unavailable(scenario: Scenario, settings) -> str | None:
+    """Why this sandbox cannot run the scenario (its source is not there), or None."""
+    if scenario.source is None or scenario.source in settings.topology.sources:
+        return None
+    return (f"needs the {scenario.source} source, which this sandbox lacks (its tables live on a stand-in); "
+            "SQL Server: set SANDBOX_MSSQL_DSN or run the compose backend")
 
 
 def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lambda line: None) -> ScenarioResult:

@@ -21,6 +21,8 @@ class ScenarioFile(pytest.File):
 
 def _scenario_test(spec: scenarios.Scenario):
     def test_scenario(pipeline_factory, oracle_factory, mutator):
+        if reason := scenarios.unavailable(spec, mutator.settings):
+            pytest.skip(reason)
         job = {k: v for k, v in spec.job.items() if k != "continuous"}
         pipeline = pipeline_factory(only=spec.tables, **job)
         scenarios.run(spec, pipeline, mutator, oracle_factory(pipeline))

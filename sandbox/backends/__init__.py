@@ -36,6 +36,9 @@ class Backend(Protocol):
         """Per service, what identifies its running instance (None when it is not running): the value changes
         whenever the service is restarted."""
 
+    def process_user(self, settings: Settings, service_name: str) -> str:
+        """The account a running service's server process runs as."""
+
     def kill(self, settings: Settings, services: Sequence[str]) -> None:
         """SIGKILL these services at once, as a crash or a power cut does, and wait until they are gone."""
 

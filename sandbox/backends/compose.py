@@ -265,6 +265,20 @@ def instances(settings: Settings) -> dict[str, str | None]:
     return found
 
 
+def process_user(settings: Settings, service_name: str) -> str:
+    """The UID column of `compose top` for the container's first process (its entrypoint drops privileges by
+    exec, so that is the server): a name where the host knows the account, else the number."""
+    return first_process_user(_run(settings, "top", service_name, what=f"listing {service_name}'s processes").stdout)
+
+
+def first_process_user(top_output: str) -> str:
+    lines = [line.split() for line in top_output.splitlines() if line.strip()]
+    header = next((i for i, fields in enumerate(lines) if fields[:1] == ["UID"]), None)
+    if header is None or header + 1 >= len(lines):
+        raise SandboxError(f"`compose top` listed no process:\n{top_output[-500:]}", "see `sandbox status`")
+    return lines[header + 1][0]
+
+
 def kill(settings: Settings, services: Sequence[str]) -> None:
     _run(settings, "kill", "--signal", "SIGKILL", *services, what="killing " + ", ".join(services))
     deadline = time.monotonic() + 30

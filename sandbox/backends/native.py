@@ -173,6 +173,13 @@ def instances(settings: Settings) -> dict[str, str | None]:
     return found
 
 
+def process_user(settings: Settings, service_name: str) -> str:
+    pid = service(settings, service_name).pid()
+    if pid is None:
+        raise SandboxError(f"{service_name} is not running", "start it with `sandbox up`")
+    return psutil.Process(pid).username()
+
+
 def kill(settings: Settings, services: Sequence[str]) -> None:
     processes = []
     for pid in filter(None, (service(settings, name).pid() for name in services)):

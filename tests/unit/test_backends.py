@@ -47,3 +47,11 @@ def test_free_ports_pass():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     native.check_free({"kafka": [port]})
+
+
+def test_the_compose_process_user_is_the_uid_column_of_the_first_process():
+    top = ("sandbox-mysql-1\nUID   PID    PPID   C  STIME  TTY  TIME      CMD\n"
+           "999   41230  41208  1  15:02  ?    00:00:03  mysqld\n")
+    assert compose.first_process_user(top) == "999"
+    with pytest.raises(SandboxError, match="listed no process"):
+        compose.first_process_user("sandbox-mysql-1\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import scenario
-from sandbox.config import PROJECT_ROOT
+from sandbox.config import PROJECT_ROOT, Settings
 
 pytest_plugins = ["pytester"]
 
@@ -76,6 +76,9 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
     (GOOD.replace("key: {catid: 1}", "key: {catid: one}"), 5, "category.catid is smallint, not 'one'"),
     (GOOD.replace("key: {catid: 1}", "key: {catid: 40000}"), 5, "category.catid is smallint, not 40000"),
     (GOOD.replace("set: {catdesc: x}", "set: {catdesc: 5}"), 5, "category.catdesc is str, not 5"),
+    (GOOD.replace("tables: [category]", "tables: [category]\nsource: oracle"), 3, "unknown source 'oracle'"),
+    (GOOD.replace("tables: [category]", "tables: [category]\nsource: mssql"), 3,
+     "category not on source 'mssql' in fixtures/topology.yaml"),
 ])
 def test_a_malformed_scenario_names_file_line_and_reason(tmp_path, text, line, reason):
     path = tmp_path / "broken.yaml"
@@ -107,3 +110,17 @@ def test_pytest_collects_scenarios_and_reports_a_malformed_one(pytester):
     assert "scenarios/good.yaml::ok" in output
     assert f"{Path(scenarios_dir, 'bad.yaml')}:5: category has no column 'colour'" in output.replace("\n", "")
     assert result.ret != 0
+
+
+def test_a_scenario_bound_to_a_source_runs_only_where_that_source_holds_its_tables(tmp_path):
+    path = tmp_path / "mssql.yaml"
+    path.write_text(GOOD.replace("category", "user").replace("catid", "userid").replace("catdesc", "city")
+                    .replace("tables: [user]", "tables: [user]\nsource: mssql"))
+    spec = scenario.load(path)
+    assert spec.source == "mssql"
+    with_sql_server = Settings.load({"SANDBOX_STATE_DIR": str(tmp_path), "SANDBOX_BACKEND": "compose"})
+    native = Settings.load({"SANDBOX_STATE_DIR": str(tmp_path), "SANDBOX_BACKEND": "native"})
+    assert "mssql" in with_sql_server.topology.sources and "mssql" not in native.topology.sources
+    assert scenario.unavailable(spec, with_sql_server) is None
+    assert "needs the mssql source" in scenario.unavailable(spec, native)
+    assert scenario.unavailable(scenario.load(SHIPPED[0]), native) is None, "an unbound scenario runs anywhere"
