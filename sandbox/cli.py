@@ -295,7 +295,7 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
         spec = scenario.load(file)
         settings = Settings.load()
         if reason := scenario.unavailable(spec, settings):
-            raise SandboxError(f"{file}: {reason}", "nothing was run")
+            raise SandboxError(f"{file} cannot run on this sandbox: nothing was run", reason)
         options = {k: v for k, v in spec.job.items() if k != "continuous"}
         lake = lake or f"s3a://{settings.topology.lake_bucket}/scenario-{file.stem}-{uuid.uuid4().hex[:6]}"
         pipe = Pipeline.start(settings, lake=lake, only=spec.tables, **options)
