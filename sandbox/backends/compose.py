@@ -86,10 +86,11 @@ def env_file(settings: Settings) -> Path:
 
 def env_values(settings: Settings) -> dict[str, str]:
     """What the compose file interpolates: project name, ports, logins, the worker's credentials file, the S3
-    journal's directory."""
+    journal's directory and the host account that must own what the journal writes there."""
     values = {"COMPOSE_PROJECT_NAME": project_name(settings),
               "SANDBOX_CONNECT_CREDENTIALS": str(files_dir(settings) / "connect-credentials.properties"),
-              "SANDBOX_S3_JOURNAL_DIR": str(LocalStack(settings).journal_dir)}
+              "SANDBOX_S3_JOURNAL_DIR": str(LocalStack(settings).journal_dir),
+              "SANDBOX_S3_JOURNAL_OWNER": f"{os.getuid()}:{os.getgid()}"}
     values |= {f"SANDBOX_{name.upper()}_PORT": str(settings.ports[name]) for name in SERVICES}
     for db in DATABASE_SOURCES:
         for role, label in (("admin", "ADMIN"), ("debezium", "CAPTURE")):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import re
 import subprocess
 import xml.etree.ElementTree as ET
@@ -223,8 +225,12 @@ def test_mysql_runs_row_binlogs_with_full_images(compose_binary, compose_setting
     command = " ".join(rendered(compose_binary, compose_settings)["services"]["mysql"]["command"])
     for setting in ("--binlog-format=ROW", "--binlog-row-image=FULL", "--server-id=1", "--log-bin=binlog"):
         assert setting in command
-    init = (compose.COMPOSE_DIR / "mysql" / "initdb" / "10-sandbox-users.sh").read_text()
+    init_script = compose.COMPOSE_DIR / "mysql" / "initdb" / "10-sandbox-users.sh"
+    init = init_script.read_text()
     assert "REPLICATION SLAVE, REPLICATION CLIENT" in init
+    statements = init.split("<<SQL\n", 1)[1]
+    assert statements.startswith("SET SESSION sql_log_bin = 0;"), "the logins stay out of the captured binlog"
+    assert os.access(init_script, os.X_OK), "the entrypoint sources a script that is not executable"
 
 
 def test_postgres_runs_logical_decoding(compose_binary, compose_settings):
@@ -241,6 +247,18 @@ def test_localstack_journals_s3_into_the_sandbox_state_as_natively(compose_binar
     package = PROJECT_ROOT / "sandbox" / "services" / "s3_journal" / "sandbox_s3_journal"
     assert mounts["/opt/sandbox/sandbox_s3_journal"] == str(package)
     assert "from sandbox_s3_journal import install_journal" in (compose.COMPOSE_DIR / "localstack" / "s3-journal.py").read_text()
+    assert localstack["environment"]["SANDBOX_S3_JOURNAL_OWNER"] == f"{os.getuid()}:{os.getgid()}"
+    health = " ".join(localstack["healthcheck"]["test"])
+    assert "/_localstack/init/start" in health and '\"name\": \"s3-journal.py\", \"state\": \"SUCCESSFUL\"' in health
+
+
+def test_kafka_formats_with_a_cluster_id_of_its_own_and_checks_health_on_a_small_heap(compose_binary,
+                                                                                       compose_settings):
+    kafka = rendered(compose_binary, compose_settings)["services"]["kafka"]
+    cluster_id = kafka["environment"]["CLUSTER_ID"]
+    assert len(cluster_id) == 22 and len(base64.urlsafe_b64decode(cluster_id + "==")) == 16, "a Kafka Uuid"
+    assert cluster_id != "5L6g3nShT-eMCtK--X86sw", "not the image's fallback"
+    assert kafka["healthcheck"]["test"][1].startswith("KAFKA_HEAP_OPTS=-Xmx64m ")
 
 
 def test_compose_ps_output_of_either_format_is_read():

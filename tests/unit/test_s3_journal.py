@@ -4,12 +4,18 @@ what a clean stop drops. (tests/e2e/test_lifecycle.py kills a real LocalStack an
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
+from sandbox.config import PROJECT_ROOT, Settings
 from sandbox.errors import SandboxError
 from sandbox.services import bucket_snapshot
 from sandbox.services.bucket_snapshot import SavedObject
+
+
+JOURNAL_PACKAGE = PROJECT_ROOT / "sandbox" / "services" / "s3_journal" / "sandbox_s3_journal"
 
 
 def put(key: str, etag: str = "e1", size: int = 1) -> dict:
@@ -59,3 +65,21 @@ def test_a_clean_stop_drops_what_its_save_covers_and_keeps_what_came_after(tmp_p
     bucket_snapshot.settle_journal(tmp_path, covered)
     assert [c["key"] for c in bucket_snapshot.journal_changes(tmp_path)] == ["b"]
     assert sorted(p.name for p in (tmp_path / "blobs").iterdir()) == ["e2-1"]
+
+
+def test_the_journal_hands_what_it_writes_to_the_owner_it_is_given(tmp_path):
+    """Under a rootful Docker engine LocalStack writes as root into a directory of the host's: the journal gives
+    its directory of blobs, the journal file and each blob to the host account (`SANDBOX_S3_JOURNAL_OWNER`). Run in
+    LocalStack's own interpreter, as the hook is."""
+    python = Settings.load().localstack_venv / "bin" / "python"
+    assert python.exists(), "LocalStack's virtualenv is installed by `make up` (make test does it first)"
+    owner = (65534, 65534) if os.geteuid() == 0 else (os.getuid(), os.getgid())
+    script = ("import sys; from sandbox_s3_journal import Journal\n"
+              "journal = Journal(sys.argv[1], sys.argv[2])\n"
+              "journal.append({'op': 'create_bucket', 'bucket': 'lake'})\n"
+              "journal.keep_bytes('e1-5', [b'hello'])\n")
+    subprocess.run([str(python), "-c", script, str(tmp_path), f"{owner[0]}:{owner[1]}"], check=True, timeout=60,
+                   env={**os.environ, "PYTHONPATH": str(JOURNAL_PACKAGE.parent)})
+    for path in (tmp_path / "blobs", tmp_path / "changes.jsonl", tmp_path / "blobs" / "e1-5"):
+        assert (path.stat().st_uid, path.stat().st_gid) == owner, path
+    assert (tmp_path / "blobs" / "e1-5").read_bytes() == b"hello"

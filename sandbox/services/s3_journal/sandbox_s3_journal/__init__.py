@@ -30,17 +30,27 @@ CHUNK = 1 << 20
 
 
 class Journal:
-    def __init__(self, directory: str):
+    """`owner` ("uid:gid"): who must own what the journal writes. LocalStack's image runs as root, and a rootful
+    Docker engine on Linux leaves root's files root-owned on the host, where the sandbox reads and settles them."""
+
+    def __init__(self, directory: str, owner: str | None = None):
         self.changes = os.path.join(directory, "changes.jsonl")
         self.blobs = os.path.join(directory, "blobs")
+        self.owner = tuple(int(part) for part in owner.split(":")) if owner else None
         os.makedirs(self.blobs, exist_ok=True)
+        self._hand_over(self.blobs)
         self._lock = threading.Lock()
+
+    def _hand_over(self, path: str, fd: int | None = None) -> None:
+        if self.owner is not None:
+            os.chown(fd if fd is not None else path, *self.owner)
 
     def append(self, record: dict) -> None:
         line = (json.dumps(record) + "\n").encode()
         with self._lock:  # opened per record: the sandbox may move a full journal aside between two records
             fd = os.open(self.changes, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
+                self._hand_over(self.changes, fd)
                 os.write(fd, line)
             finally:
                 os.close(fd)
@@ -51,6 +61,7 @@ class Journal:
             return
         partial = f"{path}.{threading.get_ident()}.partial"
         with open(partial, "wb") as out:
+            self._hand_over(partial, out.fileno())
             for chunk in chunks:
                 out.write(chunk)
         os.replace(partial, path)
@@ -103,7 +114,7 @@ def install_journal() -> None:
         return
     from localstack.aws import handlers
 
-    journal = Journal(directory)
+    journal = Journal(directory, os.environ.get("SANDBOX_S3_JOURNAL_OWNER"))
     handlers.run_custom_response_handlers.append(
         lambda chain, context, response: _journal_change(journal, context, response))
 
