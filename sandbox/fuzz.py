@@ -307,7 +307,7 @@ class Replay:
 
     def __call__(self, raw: dict) -> bool:
         from sandbox.oracle import Oracle
-        from sandbox.pytest_plugin import finish, pipeline_on_new_lake
+        from sandbox.lakes_for_tests import finish, pipeline_on_new_lake
 
         try:
             spec = write(raw, self.workdir / "candidate.yaml")
@@ -421,7 +421,7 @@ def _smaller_transactions(raw: dict):
             yield _with_steps(raw, raw["steps"][:index] + [replacement] + raw["steps"][index + 1:])
 
 
-def _named_keys(raw: dict) -> set[tuple[str, str]]:
+def _named_keys(raw: dict) -> set[tuple[str, tuple]]:
     found = set()
     for step in raw["steps"]:
         for change in step.get("transaction") or [step]:
@@ -429,19 +429,19 @@ def _named_keys(raw: dict) -> set[tuple[str, str]]:
             if isinstance(args, dict) and "table" in args:
                 for key in ("key", "new_key", "row"):
                     if key in args:
-                        found.add((args["table"], yaml.safe_dump(_key_of(args["table"], args[key]))))
+                        found.add((args["table"], _key_of(args["table"], args[key])))
     return found
 
 
-def _key_of(table: str, row: dict) -> dict:
-    return {k: row[k] for k in get_table(table).primary_key}
+def _key_of(table: str, row: dict) -> tuple:
+    return tuple(row[k] for k in get_table(table).primary_key)
 
 
 def _fewer_given_rows(raw: dict):
     named = _named_keys(raw)
     for table, rows in raw["given"].items():
         for index, row in enumerate(rows):
-            if (table, yaml.safe_dump(_key_of(table, row))) not in named:
+            if (table, _key_of(table, row)) not in named:
                 yield {**raw, "given": {**raw["given"], table: rows[:index] + rows[index + 1:]}}
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from pathlib import Path
 
 import port_for
@@ -27,6 +26,7 @@ from sandbox.mutations import Mutator
 from sandbox.oracle import RUN_STATS, Oracle
 from sandbox.registry import RegistryClient
 from sandbox.services.localstack import s3_client
+from sandbox.lakes_for_tests import KEPT_LAKES, SESSION_BRANCHES, finish, pipeline_on_new_lake
 
 STARTED = time.monotonic()
 
@@ -183,10 +183,6 @@ def spark(sandbox: Settings):
     session.stop()
 
 
-def new_lake(settings: Settings, name: str = "test") -> str:
-    return f"s3a://{settings.topology.lake_bucket}/{name}-{uuid.uuid4().hex[:8]}"
-
-
 @pytest.fixture(scope="session")
 def lake_branches(sandbox: Settings, spark):
     """Where new test lakes branch from (`sandbox.lake_branch`); None when `SANDBOX_BRANCH_LAKES=0` or the session
@@ -197,36 +193,6 @@ def lake_branches(sandbox: Settings, spark):
         return None
     SESSION_BRANCHES.append(LakeBranches(sandbox, spark))
     return SESSION_BRANCHES[-1]
-
-
-def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[str] | None = None, **options):
-    """The job (in the shared Spark session) on a new lake: branched from the baseline when `branches` is given and
-    the job runs with the baseline's options, otherwise empty (the job starts from the earliest offsets)."""
-    from sandbox import job
-    from sandbox.pipeline import Pipeline
-
-    lake = new_lake(settings)
-    offsets = branches.branch(lake, only) if branches is not None and not options else None
-    config = job.job_config(settings, lake=lake, only=only, starting_offsets=offsets, **options)
-    return Pipeline(settings, config, spark, owns_session=False)
-
-
-KEPT_LAKES: list[str] = []  # lakes of failed tests, named in the run's summary
-SESSION_BRANCHES: list = []  # the session's LakeBranches, whose branches and catch-ups the summary counts
-
-
-def finish(pipes: list, failed: bool) -> None:
-    """Stop the pipelines; remove their lakes (and lakes named after them, such as `<lake>-mor`) unless a test
-    failed, in which case they stay for a look and are named in the run's summary."""
-    from sandbox.checkpoint import delete_prefix
-    from sandbox.services.localstack import s3_client
-
-    for pipe in pipes:
-        pipe.stop()
-        if failed:
-            KEPT_LAKES.append(pipe.config.lake)
-        else:
-            delete_prefix(s3_client(pipe.settings.url("localstack")), pipe.config.lake, whole_names=False)
 
 
 @pytest.fixture(scope="session")

@@ -95,20 +95,17 @@ def grow(bootstrap: str, connect_url: str, connector: str, topic: str, count: in
 TOPICS_TIMEOUT = 120  # Debezium creates a table's topic with the first event of its snapshot
 
 
-def unready(bootstrap: str, topics: list[str]) -> list[str]:
+def unready(admin: AdminClient, topics: list[str]) -> list[str]:
     """Those of `topics` that do not exist yet, or have a partition without a leader (being created)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sandbox-topics-{uuid.uuid4().hex[:6]}"})
-    try:
-        known = consumer.list_topics(timeout=10).topics
-    finally:
-        consumer.close()
+    known = admin.list_topics(timeout=10).topics
     return [topic for topic in topics if topic not in known or known[topic].error is not None
             or not known[topic].partitions or any(p.leader < 0 for p in known[topic].partitions.values())]
 
 
 def wait_for_topics(bootstrap: str, topics: list[str], timeout: float = TOPICS_TIMEOUT) -> None:
     """Wait until every topic a job is about to read exists (Spark's Kafka source fails on one that does not)."""
-    missing = unready(bootstrap, topics)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    missing = unready(admin, topics)
     if missing:
-        wait_until(lambda: not unready(bootstrap, missing), timeout, f"Debezium to create {', '.join(missing)}",
+        wait_until(lambda: not unready(admin, missing), timeout, f"Debezium to create {', '.join(missing)}",
                    "see the connectors in `sandbox status` and `sandbox logs connect`", interval=0.5)

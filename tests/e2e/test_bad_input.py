@@ -103,7 +103,7 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from sandbox.checkpoint import delete_prefix, unvouched_batch
-    from sandbox.pytest_plugin import new_lake
+    from sandbox.lakes_for_tests import new_lake
     from spark_jobs import cdc_hudi_job
     from spark_jobs.job_config import TableSpec
 
