@@ -13,7 +13,7 @@ import port_for
 import pytest
 
 from sandbox import backends, job, jvm, process
-from sandbox.config import DEFAULT_PORTS
+from sandbox.config import DEFAULT_PORTS, Settings
 from sandbox.errors import SandboxError
 
 pytestmark = pytest.mark.e2e
@@ -33,6 +33,12 @@ def run_up(env: dict[str, str]) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+def nothing_runs(env: dict[str, str], backend: str) -> bool:
+    """No service of the scratch sandbox in `env` was started (asked of its backend)."""
+    scratch = Settings.load(env, backend=backend)
+    return not any(backends.of(scratch).instances(scratch).values())
+
+
 def test_port_in_use_fails_fast_naming_port_and_process(tmp_path, sandbox):
     keep = tmp_path / "state" / "data" / "postgres" / "precious.txt"
     keep.parent.mkdir(parents=True)
@@ -41,13 +47,14 @@ def test_port_in_use_fails_fast_naming_port_and_process(tmp_path, sandbox):
         blocker.bind(("127.0.0.1", 0))
         blocker.listen()
         port = blocker.getsockname()[1]
-        result = run_up(scratch_sandbox_env(tmp_path, sandbox, SANDBOX_POSTGRES_PORT=str(port)))
+        scratch_env = scratch_sandbox_env(tmp_path, sandbox, SANDBOX_POSTGRES_PORT=str(port))
+        result = run_up(scratch_env)
     output = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1
     assert f"port {port} (postgres) is in use by pid {os.getpid()}" in output
     assert "SANDBOX_POSTGRES_PORT" in output, "the message says how to pick another port"
     assert keep.read_text() == "loaded data"
-    assert not list((tmp_path / "state").glob("run/*.pid")), "nothing was started"
+    assert nothing_runs(scratch_env, sandbox.backend)
 
 
 def test_port_held_by_the_running_sandbox_names_that_service(tmp_path, sandbox):
@@ -73,7 +80,7 @@ def test_missing_java_is_named(tmp_path, sandbox):
     output = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1
     assert "Java was not found" in output and "openjdk-17" in output
-    assert not list((tmp_path / "state").glob("run/*.pid"))
+    assert nothing_runs(env, "native")
 
 
 def test_unresolvable_maven_artifact_is_named(tmp_path):
