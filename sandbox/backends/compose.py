@@ -260,6 +260,9 @@ def instances(settings: Settings) -> dict[str, str | None]:
     if running:
         result = subprocess.run(["docker", "inspect", "--format", "{{.Id}} {{.State.Pid}} {{.State.StartedAt}}",
                                  *running.values()], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise SandboxError(f"`docker inspect` of the running containers failed: {result.stderr.strip()[-500:]}",
+                               "check the Docker client (`docker info`)")
         started = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
         for name, container in running.items():
             found[name] = next((line for full_id, line in started.items() if full_id.startswith(container)), None)
