@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +33,7 @@ from sandbox.errors import SandboxError
 from sandbox.services.base import ServiceStatus
 from sandbox.services import bucket_snapshot
 from sandbox.services.localstack import LocalStack
+from sandbox.wait import wait_until
 from sandbox.services.mariadb import MariaDB, SQL_DIR as MYSQL_SQL_DIR, split_statements
 from sandbox.services.postgres import Postgres
 
@@ -285,11 +285,8 @@ def first_process_user(top_output: str) -> str:
 
 def kill(settings: Settings, services: Sequence[str]) -> None:
     _run(settings, "kill", "--signal", "SIGKILL", *services, what="killing " + ", ".join(services))
-    deadline = time.monotonic() + 30
-    while any(_ps_rows(settings).get(name, {}).get("State") == "running" for name in services):
-        if time.monotonic() > deadline:
-            raise SandboxError(f"still running 30 s after SIGKILL: {', '.join(services)}", "see `sandbox status`")
-        time.sleep(0.2)
+    wait_until(lambda: not any(_ps_rows(settings).get(name, {}).get("State") == "running" for name in services),
+               30, f"{', '.join(services)} to stop after SIGKILL", "see `sandbox status`")
 
 
 # --- an ephemeral stack for a test session -----------------------------------------------------------------

@@ -8,11 +8,11 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 
 import pytest
 
 from sandbox.config import PROJECT_ROOT
+from sandbox.wait import wait_until
 
 ENTRYPOINT = PROJECT_ROOT / "compose" / "sqlserver" / "entrypoint.sh"
 SERVER = """#!/bin/bash
@@ -43,12 +43,11 @@ def start(tmp_path, tools: str) -> subprocess.Popen:
 
 
 def wait_for(path, until: str = "", timeout: float = 20) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip() and until in path.read_text():
-            return path.read_text()
-        time.sleep(0.1)
-    raise AssertionError(f"{path} does not hold {until!r}")
+    def held() -> str | None:
+        text = path.read_text() if path.exists() else ""
+        return text if text.strip() and until in text else None
+
+    return wait_until(held, timeout, f"{path} to hold {until!r}", interval=0.1)
 
 
 @pytest.mark.parametrize("tools", ["mssql-tools18", "mssql-tools"])
