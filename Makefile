@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 
 # Docker Compose pinned and built from its Go module into ~/.cache/cdc-sandbox, once per machine (validates compose/ without an engine).
 compose-cli: venv
-	$(BIN)/python -m sandbox.backends.compose_cli
+	$(BIN)/python -m sandbox.stack.backends.compose_cli
 
 up: venv
 	$(BIN)/sandbox up

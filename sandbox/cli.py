@@ -6,7 +6,6 @@ import json
 import shutil
 import sys
 import time
-
 from pathlib import Path
 
 import psycopg2
@@ -17,13 +16,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sandbox import backends, job, orphans, tickit, tickit_download
-from sandbox.backends import select
-from sandbox.checkpoint import unvouched_batch
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
-from sandbox.mutations import Mutator
-from sandbox.services.localstack import s3_client
+from sandbox.harness import job
+from sandbox.harness.checkpoint import unvouched_batch
+from sandbox.sources import tickit, tickit_download
+from sandbox.sources.mutations import Mutator
+from sandbox.stack import backends, databases, orphans
+from sandbox.stack.backends import select
+from sandbox.stack.services.localstack import s3_client
 
 app = typer.Typer(help="Local CDC data-lake sandbox: Postgres, MariaDB, Kafka, Debezium, Apicurio, S3.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -139,7 +140,7 @@ def load(
         with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as bar:
             tasks = {p.table.name: bar.add_task(p.table.name, total=source.expected_count(p.table))
-                     for p in tickit.placements(settings)}
+                     for p in databases.placements(settings)}
             results = tickit.load(settings, source, lambda table, rows: bar.advance(tasks[table], rows))
     except SandboxError as exc:
         _fail(exc)
@@ -215,7 +216,7 @@ def _tables_table(settings: Settings) -> Table:
     table = Table(title="TICKIT tables")
     for column in ("table", "lives in", "topic", "rows"):
         table.add_column(column)
-    for placement in tickit.placements(settings):
+    for placement in databases.placements(settings):
         captured = placement.captured
         where = f"{captured.source} {captured.namespace}"
         if captured.stand_in:
@@ -269,7 +270,7 @@ app.add_typer(scenario_app, name="scenario")
 @scenario_app.command("validate")
 def scenario_validate(files: list[Path]):
     """Check scenario files without running them (the file, line and reason of the first problem of each)."""
-    from sandbox import scenario
+    from sandbox.harness import scenario
 
     failed = False
     for path in files:
@@ -287,9 +288,9 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
     """Run one scenario against the sandbox, on a fresh lake over the scenario's tables."""
     import uuid
 
-    from sandbox import scenario
-    from sandbox.oracle import RUN_STATS, Oracle
-    from sandbox.pipeline import Pipeline
+    from sandbox.harness import scenario
+    from sandbox.harness.oracle import RUN_STATS, Oracle
+    from sandbox.harness.pipeline import Pipeline
 
     try:
         spec = scenario.load(file)
@@ -334,7 +335,7 @@ def query(
     lake: str = typer.Option(None, help="Base URI of the lake (default s3a://<lake bucket>)."),
 ):
     """Read a silver table: snapshot (default), time travel, incremental, or its commit timeline."""
-    from sandbox.pipeline import Pipeline
+    from sandbox.harness.pipeline import Pipeline
     from spark_jobs import queries
 
     settings = Settings.load()

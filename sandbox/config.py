@@ -21,16 +21,16 @@ its declared stand-in (Postgres). On compose they live in the SQL Server contain
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import yaml
 
-from sandbox import jvm
 from sandbox.errors import SandboxError
+from tickit_data import TABLE_NAMES
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGY_FILE = PROJECT_ROOT / "fixtures" / "topology.yaml"
@@ -49,6 +49,9 @@ DEFAULT_PORTS = {
 }
 SERVICES = ("postgres", "mysql", "kafka", "connect", "apicurio", "localstack")
 BACKENDS = ("native", "compose")
+
+
+ENGINES = ("postgres", "mariadb", "mysql", "sqlserver")  # MariaDB speaks MySQL's SQL (`tickit_data.ddl.dialect_of`)
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
         specs = raw["sources"]
         sources = {name: _source(name, spec | {"engine": (engines or {}).get(name, spec["engine"])})
                    for name, spec in specs.items()}
+        _check_placement(path, sources)
         for name, spec in specs.items():
             if available is not None and name not in available:
                 sources = _hand_over(sources, name, spec["stand_in"])
@@ -122,6 +126,20 @@ def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
             "each source needs engine, database, connector and tables by namespace (and stand_in where it may be "
             "absent); see fixtures/topology.yaml in git",
         ) from exc
+
+
+def _check_placement(path: Path, sources: dict[str, Source]) -> None:
+    """This file is the one place that says where a table lives: every TICKIT table once, on a known engine."""
+    for source in sources.values():
+        if source.engine not in ENGINES:
+            raise SandboxError(f"{path}: source {source.name} has engine {source.engine!r}",
+                               f"use one of {', '.join(ENGINES)}")
+    placed = [t.name for source in sources.values() for t in source.tables]
+    problems = [f"{name} is no TICKIT table" for name in dict.fromkeys(placed) if name not in TABLE_NAMES]
+    problems += [f"{name} is placed {placed.count(name)} times" for name in TABLE_NAMES if placed.count(name) != 1]
+    if problems:
+        raise SandboxError(f"{path}: " + "; ".join(problems), "list each of the seven TICKIT tables under exactly one "
+                           "source: " + ", ".join(TABLE_NAMES))
 
 
 def _source(name: str, spec: dict) -> Source:
@@ -226,22 +244,6 @@ class Settings:
     def secrets_file(self) -> Path:
         return self.state_dir / "secrets" / "credentials.properties"
 
-    # Paths of installed tools.
-    @property
-    def jvm_dir(self) -> Path:
-        return self.tools_dir / f"jvm-{_pom_build()}"
-
-    @property
-    def localstack_venv(self) -> Path:
-        from sandbox.install import localstack_fingerprint  # install imports this module
-
-        return self.tools_dir / f"localstack-{localstack_fingerprint()[:12]}"
-
-
-@functools.cache
-def _pom_build() -> str:
-    return jvm.pom_fingerprint()[:12]
-
 
 def user_cache_dir(env: dict[str, str]) -> Path:
     """Where what every checkout on the machine can share is kept: `$XDG_CACHE_HOME/cdc-sandbox` or
@@ -263,10 +265,35 @@ def _read_recorded_backend(state_dir: Path) -> str | None:
     return recorded if recorded in BACKENDS else None
 
 
+MSSQL_DSN_SCHEMES = ("mssql", "sqlserver")
+
+
+@dataclass(frozen=True)
+class MssqlDsn:
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str | None
+
+
+def parse_dsn(text: str) -> MssqlDsn:
+    """`mssql://user:password@host:1433/tickit` (user and password percent-encoded)."""
+    parts = urlsplit(text)
+    try:
+        port = parts.port or 1433
+    except ValueError:
+        port = None
+    if parts.scheme not in MSSQL_DSN_SCHEMES or not parts.hostname or not parts.username or port is None:
+        raise SandboxError("SANDBOX_MSSQL_DSN is not a SQL Server DSN",
+                           "write it as mssql://user:password@host:1433/tickit (percent-encode special characters); "
+                           "the login must be sysadmin to enable CDC")
+    database = parts.path.lstrip("/") or None
+    return MssqlDsn(parts.hostname, port, unquote(parts.username), unquote(parts.password or ""), database)
+
+
 def _use_external_mssql(env: dict[str, str], ports: dict[str, int], external: dict[str, str]) -> None:
     """SANDBOX_MSSQL_DSN makes SQL Server an external service; its login is that of the DSN."""
-    from sandbox.mssql import parse_dsn
-
     dsn = parse_dsn(env["SANDBOX_MSSQL_DSN"])
     external["mssql"] = dsn.host
     ports["mssql"] = dsn.port

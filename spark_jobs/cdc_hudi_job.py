@@ -9,7 +9,7 @@ Run as `spark-submit spark_jobs/cdc_hudi_job.py --config job.json --once` (or `-
   (Postgres LSN; binlog file, offset and row; SQL Server LSNs: `decode.source_position`), so the later of two
   changes in one millisecond wins. Deletes stay as soft deletes (`__op='d'`, `__deleted='true'`) unless
   `hard_deletes`. Each commit records the highest source position it holds, as plain digits, in its metadata
-  (`sandbox.max_source_position`): the harness reads it from there (`sandbox/timeline.py`), so the key and its
+  (`sandbox.max_source_position`): the harness reads it from there (`sandbox/harness/timeline.py`), so the key and its
   format are a contract between the two.
 - Messages that do not decode go to `<lake>/quarantine` with their topic, partition, offset and reason.
 - Progress is Spark's checkpoint in `<lake>/checkpoints`: a restart, also after a kill, resumes without loss and
@@ -38,7 +38,7 @@ from spark_jobs.decode import SchemaCache, decode, schema_pairs, source_position
 from spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
 from spark_jobs.session import spark_session  # noqa: E402
 
-COMMIT_META_PREFIX = "sandbox."  # of the commit metadata keys the harness reads (`sandbox/timeline.py`)
+COMMIT_META_PREFIX = "sandbox."  # of the commit metadata keys the harness reads (`sandbox/harness/timeline.py`)
 BUCKETS_KEY = f"{COMMIT_META_PREFIX}buckets"  # the bucket count a commit was written with
 RECORD_LOOK_BACK = 5  # commits searched for BUCKETS_KEY (a compaction's commit has none)
 UPSERT_THREADS = 4

@@ -21,7 +21,7 @@ from spark_jobs.job_config import TableSpec
 
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]
 # Binlog and SQL Server positions are integers of up to 38 digits. The harness folds them on its own
-# (`sandbox/positions.py`); tests/unit/test_positions.py keeps the two in step.
+# (`sandbox/sources/positions.py`); tests/unit/test_positions.py keeps the two in step.
 WIDE_POSITION = "decimal(38,0)"
 # MariaDB/MySQL: file * 10^26 + offset * 10^6 + row, exact for every file number the server names (its index ends at
 # 2^31 - 1; room to 10^12), any 64-bit offset (room to 10^20) and up to 10^6 rows per event.

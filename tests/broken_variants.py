@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pyspark.sql import DataFrame, Window, functions as F
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
 
-from sandbox.oracle import NotOneBatch, OracleMismatch
-from sandbox.pipeline import SilverBehind
+from sandbox.harness.oracle import NotOneBatch
+from sandbox.harness.pipeline import SilverBehind
+from sandbox.harness.verdict import OracleMismatch
 from spark_jobs import cdc_hudi_job
 from spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
 from spark_jobs.job_config import TableSpec

@@ -21,7 +21,6 @@ from .reader import (
     read_tickit_directory,
 )
 from .schema import (
-    ENGINES,
     ORIGINAL_ROW_COUNTS,
     RESERVED_TABLE_NAMES,
     TABLE_NAMES,
@@ -31,11 +30,9 @@ from .schema import (
     Table,
     get_table,
     table_for_file,
-    tables_for_engine,
 )
 
 __all__ = [
-    "ENGINES",
     "ORIGINAL_ROW_COUNTS",
     "RESERVED_TABLE_NAMES",
     "TABLE_NAMES",
@@ -59,7 +56,6 @@ __all__ = [
     "scaled_row_counts",
     "table_checksum",
     "table_for_file",
-    "tables_for_engine",
     "write_table_file",
     "write_tickit_files",
 ]

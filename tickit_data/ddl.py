@@ -23,7 +23,7 @@ _TYPES = {
 
 def dialect_of(engine: str) -> str:
     """The SQL dialect of a topology engine (`mariadb` speaks MySQL's)."""
-    return {"postgres": POSTGRES, "mariadb": MYSQL, "mysql": MYSQL, "sqlserver": SQLSERVER, "mssql": SQLSERVER}[engine]
+    return {"postgres": POSTGRES, "mariadb": MYSQL, "mysql": MYSQL, "sqlserver": SQLSERVER}[engine]
 
 
 def quote(dialect: str, identifier: str) -> str:

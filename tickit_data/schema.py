@@ -1,9 +1,9 @@
 """Declarative description of the seven TICKIT tables.
 
-Each table records where it lives in the sandbox topology (engine, database,
-namespace, singular CDC table name), how the published TICKIT file encodes it
-(file name, delimiter, timestamp style) and its columns with logical types.
-Column order is the order of the fields in the TICKIT file.
+Each table records its singular CDC table name, how the published TICKIT file
+encodes it (file name, delimiter, timestamp style) and its columns with logical
+types. Column order is the order of the fields in the TICKIT file. Where a table
+lives (source, database, namespace) is declared once, in `fixtures/topology.yaml`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,6 @@ INTEGER_RANGES = {
     SMALLINT: (-(2**15), 2**15 - 1),
     INT: (-(2**31), 2**31 - 1),
 }
-
-POSTGRES = "postgres"
-MYSQL = "mysql"
-MSSQL = "mssql"
-ENGINES = (POSTGRES, MYSQL, MSSQL)
 
 # How a TICKIT file writes its timestamps.
 ISO_TIMESTAMPS = "iso"  # 2008-01-25 14:30:00
@@ -79,9 +74,6 @@ class ForeignKey:
 class Table:
     name: str  # CDC table name (singular)
     tickit_name: str  # table name in the original Redshift sample
-    engine: str
-    database: str
-    namespace: str  # schema for postgres/mssql, the database itself for mysql
     tickit_file: str
     delimiter: str
     timestamp_style: str
@@ -154,9 +146,6 @@ USER_PREFERENCES = (
 CATEGORY = Table(
     name="category",
     tickit_name="category",
-    engine=POSTGRES,
-    database="tickit",
-    namespace="ems",
     tickit_file="category_pipe.txt",
     delimiter="|",
     timestamp_style=ISO_TIMESTAMPS,
@@ -174,9 +163,6 @@ CATEGORY = Table(
 VENUE = Table(
     name="venue",
     tickit_name="venue",
-    engine=POSTGRES,
-    database="tickit",
-    namespace="ems",
     tickit_file="venue_pipe.txt",
     delimiter="|",
     timestamp_style=ISO_TIMESTAMPS,
@@ -195,9 +181,6 @@ VENUE = Table(
 DATE_TABLE = Table(
     name="date",
     tickit_name="date",
-    engine=MYSQL,
-    database="ecomm",
-    namespace="ecomm",
     tickit_file="date2008_pipe.txt",
     delimiter="|",
     timestamp_style=ISO_TIMESTAMPS,
@@ -219,9 +202,6 @@ DATE_TABLE = Table(
 USER = Table(
     name="user",
     tickit_name="users",
-    engine=MSSQL,
-    database="tickit",
-    namespace="crm",
     tickit_file="allusers_pipe.txt",
     delimiter="|",
     timestamp_style=ISO_TIMESTAMPS,
@@ -244,9 +224,6 @@ USER = Table(
 EVENT = Table(
     name="event",
     tickit_name="event",
-    engine=POSTGRES,
-    database="tickit",
-    namespace="ems",
     tickit_file="allevents_pipe.txt",
     delimiter="|",
     timestamp_style=ISO_TIMESTAMPS,
@@ -271,9 +248,6 @@ EVENT = Table(
 LISTING = Table(
     name="listing",
     tickit_name="listing",
-    engine=MYSQL,
-    database="ecomm",
-    namespace="ecomm",
     tickit_file="listings_pipe.txt",
     delimiter="|",
     timestamp_style=ISO_TIMESTAMPS,
@@ -300,9 +274,6 @@ LISTING = Table(
 SALE = Table(
     name="sale",
     tickit_name="sales",
-    engine=MYSQL,
-    database="ecomm",
-    namespace="ecomm",
     tickit_file="sales_tab.txt",
     delimiter="\t",
     timestamp_style=US_TIMESTAMPS,
@@ -349,12 +320,6 @@ def get_table(table: str | Table) -> Table:
         return _TABLES_BY_ANY_NAME[table]
     except KeyError:
         raise KeyError(f"unknown TICKIT table {table!r}; known: {', '.join(TABLE_NAMES)}") from None
-
-
-def tables_for_engine(engine: str) -> tuple[Table, ...]:
-    if engine not in ENGINES:
-        raise KeyError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
-    return tuple(table for table in TABLES if table.engine == engine)
 
 
 def table_for_file(file_name: str) -> Table:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SQL Server with CDC set up by the generated script (fixtures/sql/sqlserver/init.sql, from sandbox/mssql.py).
+# SQL Server with CDC set up by the generated script (fixtures/sql/sqlserver/init.sql, from sandbox/stack/services/sqlserver_cdc.py).
 #   entrypoint.sh          start the server, run the script once it answers, then stay with the server
 #   entrypoint.sh health   healthy when the server answers and CDC captures the source tables
 set -euo pipefail

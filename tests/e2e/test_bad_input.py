@@ -12,9 +12,10 @@ import uuid
 import port_for
 import pytest
 
-from sandbox import backends, job, jvm, process
 from sandbox.config import DEFAULT_PORTS, Settings
 from sandbox.errors import SandboxError
+from sandbox.harness import job
+from sandbox.stack import backends, jvm, process
 
 pytestmark = pytest.mark.e2e
 
@@ -109,8 +110,8 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
     from confluent_kafka import Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from sandbox.checkpoint import delete_prefix, unvouched_batch
-    from sandbox.lakes_for_tests import new_lake
+    from sandbox.harness.checkpoint import delete_prefix, unvouched_batch
+    from sandbox.harness.lakes_for_tests import new_lake
     from spark_jobs import cdc_hudi_job
     from spark_jobs.job_config import TableSpec
 

@@ -9,10 +9,12 @@ from contextlib import contextmanager
 
 import pytest
 
-from sandbox import fuzz, scenario as scenarios
 from sandbox.config import PROJECT_ROOT
-from sandbox.oracle import DuplicateKeys, Oracle, OracleMismatch, RunStats, WrongTypes
-from sandbox.pipeline import SilverBehind
+from sandbox.harness import fuzz
+from sandbox.harness import scenario as scenarios
+from sandbox.harness.oracle import Oracle, RunStats
+from sandbox.harness.pipeline import SilverBehind
+from sandbox.harness.verdict import DuplicateKeys, OracleMismatch, WrongTypes
 from tests.broken_variants import VARIANTS, _transform_changes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -9,7 +9,8 @@ from decimal import Decimal
 
 import pytest
 
-from sandbox.changes import ChangeReader, typed_row
+from sandbox.sources.changes import ChangeReader, typed_row
+from sandbox.stack.databases import connection
 
 pytestmark = pytest.mark.e2e
 
@@ -67,22 +68,18 @@ def run_insert_update_delete(conn, table: str, reader: ChangeReader, registry) -
     return [created, updated, deleted]
 
 
-def test_postgres_changes_arrive_as_avro(postgres, kafka_bootstrap, registry, sandbox):
+def test_postgres_changes_arrive_as_avro(kafka_bootstrap, registry, sandbox):
     topic = sandbox.topology.topic("ems", "cdc_probe")
-    with ChangeReader(kafka_bootstrap, topic, registry) as reader, postgres.connect() as conn:
+    with ChangeReader(kafka_bootstrap, topic, registry) as reader, connection(sandbox, "postgres") as conn:
         created, updated, deleted = run_insert_update_delete(conn, "ems.cdc_probe", reader, registry)
     assert created["__table"] == "cdc_probe" and created["__schema"] == "ems" and created["__db"] == "tickit"
     assert created["__lsn"] < updated["__lsn"] < deleted["__lsn"], "LSNs order the changes"
 
 
-def test_mariadb_changes_arrive_as_avro(mysql, kafka_bootstrap, registry, sandbox):
+def test_mariadb_changes_arrive_as_avro(kafka_bootstrap, registry, sandbox):
     topic = sandbox.topology.topic("ecomm", "cdc_probe")
-    with ChangeReader(kafka_bootstrap, topic, registry) as reader:
-        conn = mysql.connect(database="ecomm")
-        try:
-            created, updated, deleted = run_insert_update_delete(conn, "ecomm.cdc_probe", reader, registry)
-        finally:
-            conn.close()
+    with ChangeReader(kafka_bootstrap, topic, registry) as reader, connection(sandbox, "mysql", "ecomm") as conn:
+        created, updated, deleted = run_insert_update_delete(conn, "ecomm.cdc_probe", reader, registry)
     assert created["__table"] == "cdc_probe" and created["__db"] == "ecomm"
     positions = [(e["__file"], e["__pos"], e["__row"]) for e in (created, updated, deleted)]
     assert positions == sorted(positions) and len(set(positions)) == 3, "binlog positions order the changes"

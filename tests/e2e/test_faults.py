@@ -16,12 +16,12 @@ from collections import Counter
 
 import pytest
 
-from sandbox import backends
-from sandbox.changes import ChangeReader, end_offsets
-from sandbox.checkpoint import split_uri
-from sandbox.positions import event_position
-from sandbox.services import bucket_snapshot
-from sandbox.services.localstack import LocalStack
+from sandbox.harness.checkpoint import split_uri
+from sandbox.sources.changes import ChangeReader, end_offsets
+from sandbox.sources.positions import event_position
+from sandbox.stack import backends
+from sandbox.stack.services import bucket_snapshot
+from sandbox.stack.services.localstack import LocalStack
 from sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.faults]

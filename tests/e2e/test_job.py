@@ -9,8 +9,8 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from sandbox import tickit
-from sandbox.changes import ChangeReader
+from sandbox.sources.changes import ChangeReader
+from sandbox.stack import databases
 from spark_jobs.queries import incremental
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -79,14 +79,11 @@ def test_two_updates_in_one_millisecond_resolve_to_the_later(sandbox, pipeline, 
     captured = sandbox.topology.table(table)
     with ChangeReader(kafka_bootstrap, sandbox.topology.topic(captured.namespace, table), registry,
                       from_end=True) as reader:
-        conn = tickit.connect(sandbox, placement)
-        try:
+        with databases.table_connection(sandbox, placement) as conn:
             with conn.cursor() as cur:  # one transaction: both changes carry the same commit timestamp
                 for value in (first, second):
                     cur.execute(f"UPDATE {placement.name} SET {column.name} = %s WHERE {pk} = %s", (value, row[pk]))
             conn.commit()
-        finally:
-            conn.close()
         events = [reader.wait_for(lambda e, v=v: e.key == {pk: row[pk]} and e.value[column.name].rstrip() == v,
                                   EVENT_TIMEOUT, f"update to {v!r}") for v in (first, second)]
     assert events[0].value["__source_ts_ms"] == events[1].value["__source_ts_ms"]

@@ -13,8 +13,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from sandbox import class_archive, job
-from sandbox.oracle import Oracle
+from sandbox.harness import class_archive, job
+from sandbox.harness.oracle import Oracle
 from sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.faults]

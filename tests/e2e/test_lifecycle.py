@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from sandbox import backends
-from sandbox.services import bucket_snapshot
+from sandbox.stack import backends
+from sandbox.stack.services import bucket_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

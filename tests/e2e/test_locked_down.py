@@ -13,8 +13,8 @@ import pymysql
 import pytest
 import requests
 
-from sandbox import backends
-from sandbox.services.mariadb import MariaDB
+from sandbox.stack import backends
+from sandbox.stack.services.mariadb import MariaDB
 
 pytestmark = [pytest.mark.e2e]
 

@@ -8,14 +8,15 @@ import uuid
 
 import pytest
 
-from sandbox import tickit
-from sandbox.changes import ChangeReader, typed_row
 from sandbox.config import Settings
-from sandbox.connectors import ConnectClient, connector_states
-from sandbox.mutations import Mutator
-from sandbox.positions import mssql_event_position, mssql_lsn_to_int
-from sandbox.registry import RegistryClient
-from sandbox.services.sqlserver import SqlServer
+from sandbox.sources import tickit
+from sandbox.sources.changes import ChangeReader, typed_row
+from sandbox.sources.mutations import Mutator
+from sandbox.sources.positions import mssql_event_position, mssql_lsn_to_int
+from sandbox.sources.registry import RegistryClient
+from sandbox.stack import source_tables
+from sandbox.stack.connectors import ConnectClient, connector_states
+from sandbox.stack.services.sqlserver import SqlServer
 from tickit_data import get_table
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mssql]
@@ -39,7 +40,7 @@ def mssql_settings(sandbox: Settings) -> Settings:
         server.is_ready()
     except Exception as exc:  # any failure to answer: configured, yet broken
         pytest.fail(f"SQL Server at {server.endpoint.address} is configured and does not answer: {exc}")
-    tickit.create_tables(sandbox)
+    source_tables.create_tables(sandbox)
     return sandbox
 
 

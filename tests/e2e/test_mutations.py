@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from sandbox.changes import ChangeReader, typed_row
-from sandbox.mutations import Change, random_value
+from sandbox.sources.changes import ChangeReader, typed_row
+from sandbox.sources.mutations import Change, random_value
 
 pytestmark = pytest.mark.e2e
 

@@ -11,9 +11,10 @@ from decimal import Decimal
 
 import pytest
 
-from sandbox import tickit
-from sandbox.oracle import NotOneBatch
-from sandbox.positions import position_floor
+from sandbox.harness.oracle import NotOneBatch
+from sandbox.sources import tickit
+from sandbox.sources.positions import position_floor
+from sandbox.stack import databases
 from tickit_data.generator import table_checksum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -27,7 +28,7 @@ def test_full_tickit_load_in_silver_then_rounds_of_inserts_updates_and_deletes_a
     oracle's Arrow comparison); then three rounds of every kind of change on every table."""
     recorded = oracle.track(ALL_TABLES, label="full load")
     assert set(recorded) == set(ALL_TABLES), "every table committed"
-    for placement in tickit.placements(sandbox):
+    for placement in databases.placements(sandbox):
         table = placement.table.name
         source = tickit.typed_rows(sandbox, placement)
         expected = table_checksum(table, source)
@@ -71,7 +72,7 @@ def test_paused_changes_split_by_a_batch_are_not_taken_for_one(oracle, mutator):
     oracle.pause()
     first = mutator.update("category", {"catid": row["catid"]}, {"catdesc": "first half"})
     pipeline.paused = False  # a job that does not hold still while paused
-    pipeline.wait_for_positions({"category": position_floor(first)}, 120)
+    pipeline.wait_for_positions({"category": position_floor(first.position)}, 120)
     pipeline.paused = True
     mutator.update("category", {"catid": row["catid"]}, {"catdesc": "second half"})
     oracle.resume()

@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
-from sandbox import tickit
 from sandbox.config import Settings
-from sandbox.positions import binlog_file_number, binlog_position, position_floor
-from sandbox.tickit import Placement
+from sandbox.sources.positions import binlog_file_number, binlog_position, position_floor
+from sandbox.stack import databases
+from sandbox.stack.databases import Placement
 from tickit_data.ddl import MYSQL
 from tickit_data.schema import STR, Column
 
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.e2e]
 
 def binlog_table(settings: Settings, mutator) -> tuple[Placement, Column]:
     """A TICKIT table on the MySQL-compatible source, and a text column of it that can change."""
-    for placement in tickit.placements(settings):
+    for placement in databases.placements(settings):
         if placement.dialect == MYSQL:
             text = [c for c in mutator.changeable_columns(placement.table.name) if c.type == STR]
             if text:
@@ -31,12 +31,9 @@ def binlog_table(settings: Settings, mutator) -> tuple[Placement, Column]:
 
 def rotate_binlog(settings: Settings, placement: Placement) -> None:
     """Close the server's current binlog file and start the next (the harness's login holds RELOAD)."""
-    conn = tickit.connect(settings, placement)
-    try:
+    with databases.table_connection(settings, placement) as conn:
         with conn.cursor() as cur:
             cur.execute("FLUSH BINARY LOGS")
-    finally:
-        conn.close()
 
 
 def new_text(column: Column, *taken) -> str:
@@ -65,6 +62,6 @@ def test_an_update_in_the_next_binlog_file_wins_over_one_in_the_file_before(sand
     assert binlog_file_number(second.position["file_from"]) > binlog_file_number(first.position["file_to"]), \
         f"the updates lie in one binlog file: {first.position} and {second.position}"
     end_of_first = binlog_position(first.position["file_to"], first.position["pos_to"])
-    assert position_floor(first) < end_of_first <= position_floor(second)
+    assert position_floor(first.position) < end_of_first <= position_floor(second.position)
     entry = recorded[table]
     assert entry.state[(row[pk],)][entry.shape.columns.index(column.name)] == second_value

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from sandbox import backends
-from sandbox.connectors import connector_states
+from sandbox.stack import backends
+from sandbox.stack.connectors import connector_states
 
 pytestmark = pytest.mark.e2e
 

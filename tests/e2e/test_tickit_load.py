@@ -11,8 +11,9 @@ import port_for
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from sandbox import tickit
 from sandbox.errors import SandboxError
+from sandbox.sources import tickit
+from sandbox.stack import databases
 from sandbox.wait import wait_until
 from tickit_data import ORIGINAL_ROW_COUNTS, TickitGenerator, iter_table_rows, table_checksum
 
@@ -36,21 +37,18 @@ def expected_sql_type(dialect, column):
 
 
 def column_types(settings, placement) -> dict[str, tuple]:
-    conn = tickit.connect(settings, placement)
-    try:
+    with databases.table_connection(settings, placement) as conn:
         with conn.cursor() as cur:
             cur.execute("SELECT column_name, data_type, numeric_precision, numeric_scale, character_maximum_length "
                         "FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
                         (placement.captured.namespace, placement.table.name))
             return {row[0]: row[1:] for row in cur.fetchall()}
-    finally:
-        conn.close()
 
 
 def test_full_load_holds_every_generated_row_with_its_types_and_loading_again_changes_nothing(sandbox, tickit_loaded):
     tickit.load(sandbox, tickit.GeneratedRows(seed=0, scale=1.0))  # undo what other tests mutated
     generator = TickitGenerator(seed=0, scale=1.0)
-    for placement in tickit.placements(sandbox):
+    for placement in databases.placements(sandbox):
         table = placement.table
         expected = sorted(generator.iter_rows(table), key=lambda row: tuple(row[i] for i in table.primary_key_indexes))
         actual = tickit.typed_rows(sandbox, placement)
@@ -86,20 +84,20 @@ def test_every_tickit_table_has_its_topic(sandbox, tickit_loaded):
 
 def test_real_file_formats_load_exactly(sandbox):
     results = tickit.load(sandbox, tickit.FileRows(REAL_FORMAT_FIXTURE), namespace_suffix=SCRATCH)
-    for placement in tickit.placements(sandbox, SCRATCH):
+    for placement in databases.placements(sandbox, SCRATCH):
         table = placement.table
         expected = sorted(iter_table_rows(REAL_FORMAT_FIXTURE, table),
                           key=lambda row: tuple(row[i] for i in table.primary_key_indexes))
         assert tickit.typed_rows(sandbox, placement) == expected, table.name
     assert {r.table: r.rows for r in results} == {
         t.table.name: len(list(iter_table_rows(REAL_FORMAT_FIXTURE, t.table)))
-        for t in tickit.placements(sandbox, SCRATCH)
+        for t in databases.placements(sandbox, SCRATCH)
     }
 
 
 def test_malformed_line_stops_the_load_and_keeps_loaded_tables(sandbox, tmp_path):
     tickit.load(sandbox, tickit.FileRows(REAL_FORMAT_FIXTURE), namespace_suffix=SCRATCH)
-    scratch = {p.table.name: p for p in tickit.placements(sandbox, SCRATCH)}
+    scratch = {p.table.name: p for p in databases.placements(sandbox, SCRATCH)}
     before = {name: tickit.typed_rows(sandbox, p) for name, p in scratch.items()}
 
     broken = tmp_path / "tickit"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.backends.select import choose, docker_engine
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
+from sandbox.stack.backends.select import choose, docker_engine
 
 SANDBOX = Path(sys.executable).parent / "sandbox"
 

@@ -9,10 +9,10 @@ import socket
 
 import pytest
 
-from sandbox import backends
-from sandbox.backends import Backend, compose, native
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
+from sandbox.stack import backends
+from sandbox.stack.backends import Backend, compose, native
 
 PROTOCOL = [name for name, member in vars(Backend).items() if inspect.isfunction(member) and not name.startswith("_")]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.scenario import ExpectationUnmet
+from sandbox.harness.scenario import ExpectationUnmet
 from tests.broken_variants import Judgement, is_verdict, judge, matrix, outcomes, verdict_line
 
 JUNIT = Path(__file__).parent / "fixtures" / "junit"
@@ -40,7 +40,7 @@ def test_a_run_where_every_test_passes_is_not_caught(baseline):
     ("setup_error", "1 test(s) failed for another reason, e.g. binlog-column-added (error: failed on setup with "
                     "\"sandbox.errors.SandboxError: the baseline lake could not catch up"),
     ("sandbox_down", "2 test(s) failed for another reason"),
-    ("timeout", "(failed: sandbox.scenario.ScenarioError: fixtures/scenarios/binlog-column-added.yaml:12: check "
+    ("timeout", "(failed: sandbox.harness.scenario.ScenarioError: fixtures/scenarios/binlog-column-added.yaml:12: check "
                 "failed: timed out after 120 s"),
 ], ids=["setup error", "sandbox down", "time-out"])
 def test_an_error_of_the_harness_is_not_judged(baseline, report, reason):
@@ -73,8 +73,9 @@ def test_outcomes_tell_verdicts_from_other_failures_and_errors():
 
 
 @pytest.mark.parametrize("kind, verdict", [
-    ("sandbox.oracle.OracleMismatch", True), ("sandbox.oracle.WrongTypes", True), ("sandbox.oracle.NotOneBatch", True),
-    ("sandbox.pipeline.SilverBehind", True), (f"sandbox.scenario.{ExpectationUnmet.__name__}", True),
+    ("sandbox.harness.verdict.OracleMismatch", True), ("sandbox.harness.verdict.WrongTypes", True),
+    ("sandbox.harness.oracle.NotOneBatch", True),
+    ("sandbox.harness.pipeline.SilverBehind", True), (f"sandbox.harness.scenario.{ExpectationUnmet.__name__}", True),
     ("AssertionError", False), ("Failed", False), ("sandbox.errors.SandboxError", False),
     ("pyspark.errors.exceptions.captured.StreamingQueryException", False), ("no.such.module.Error", False),
 ])

@@ -2,8 +2,8 @@
 
 import os
 
-from sandbox import class_archive
 from sandbox.config import Settings
+from sandbox.harness import class_archive
 from spark_jobs.job_config import JobConfig
 
 

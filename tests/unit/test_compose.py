@@ -13,14 +13,14 @@ from pathlib import PurePosixPath
 import pytest
 import yaml
 
-from sandbox.backends import compose, native
-from sandbox.backends.compose_cli import binary_path, ensure_compose_cli
 from sandbox.config import DEFAULT_PORTS, PROJECT_ROOT, Settings
-from sandbox.connectors import connector_config, native_view
-from sandbox.install import LOCALSTACK_REQUIREMENTS
-from sandbox.services.connect import KafkaConnect
+from sandbox.stack.backends import compose, native
+from sandbox.stack.backends.compose_cli import binary_path, ensure_compose_cli
+from sandbox.stack.connectors import connector_config, native_view
+from sandbox.stack.install import LOCALSTACK_REQUIREMENTS
+from sandbox.stack.services.connect import KafkaConnect
 
-POM = PROJECT_ROOT / "sandbox" / "jvm" / "pom.xml"
+POM = PROJECT_ROOT / "sandbox" / "stack" / "jvm" / "pom.xml"
 DSN = "mssql://sa:Secret-Pass1@mssql.example:1433/tickit"
 
 
@@ -244,7 +244,7 @@ def test_localstack_journals_s3_into_the_sandbox_state_as_natively(compose_binar
     assert mounts[journal] == str(compose_settings.data_dir("localstack") / "journal")
     script = mounts["/etc/localstack/init/start.d/s3-journal.py"]
     assert script == str(compose.COMPOSE_DIR / "localstack" / "s3-journal.py")
-    package = PROJECT_ROOT / "sandbox" / "services" / "s3_journal" / "sandbox_s3_journal"
+    package = PROJECT_ROOT / "sandbox" / "stack" / "services" / "s3_journal" / "sandbox_s3_journal"
     assert mounts["/opt/sandbox/sandbox_s3_journal"] == str(package)
     assert "from sandbox_s3_journal import install_journal" in (compose.COMPOSE_DIR / "localstack" / "s3-journal.py").read_text()
     assert localstack["environment"]["SANDBOX_S3_JOURNAL_OWNER"] == f"{os.getuid()}:{os.getgid()}"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sandbox.connectors import ConnectClient
 from sandbox.errors import SandboxError
+from sandbox.stack.connectors import ConnectClient
 from tests.unit.http_fake import serve
 
 

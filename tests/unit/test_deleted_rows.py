@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from sandbox.oracle import _deleted_row_problems
-from sandbox.silver import Shape, deleted_rows
+from sandbox.harness.silver import Shape, deleted_rows
+from sandbox.harness.verdict import deleted_row_problems
 from tickit_data.schema import get_table
 
 CATEGORY = Shape(get_table("category"))
@@ -30,7 +30,7 @@ def test_deleted_rows_are_read_with_their_values_and_op():
 
 
 def test_a_deleted_row_with_empty_values_is_named_column_by_column():
-    problems = _deleted_row_problems(CATEGORY, (2,), (2, "Shows", "Opera", "gone"), ((2, None, None, None), "d"),
+    problems = deleted_row_problems(CATEGORY, (2,), (2, "Shows", "Opera", "gone"), ((2, None, None, None), "d"),
                                      hard=False)
     assert problems == ["key catid=2: deleted row's column catgroup: expected 'Shows', actual None",
                         "key catid=2: deleted row's column catname: expected 'Opera', actual None",
@@ -39,12 +39,12 @@ def test_a_deleted_row_with_empty_values_is_named_column_by_column():
 
 def test_a_deleted_row_must_say_d_and_exist_and_hard_deletes_leave_none():
     row = (2, "Shows", "Opera", "gone")
-    assert _deleted_row_problems(CATEGORY, (2,), row, (row, "d"), hard=False) == []
-    assert _deleted_row_problems(CATEGORY, (2,), row, (row, "u"), hard=False) == [
+    assert deleted_row_problems(CATEGORY, (2,), row, (row, "d"), hard=False) == []
+    assert deleted_row_problems(CATEGORY, (2,), row, (row, "u"), hard=False) == [
         "key catid=2: deleted row's __op: expected 'd', actual 'u'"]
-    assert "no soft-deleted row" in _deleted_row_problems(CATEGORY, (2,), row, None, hard=False)[0]
-    assert "live in the source" in _deleted_row_problems(CATEGORY, (2,), None, (row, "d"), hard=False)[0]
-    assert "must be absent" in _deleted_row_problems(CATEGORY, (2,), None, (row, "d"), hard=True)[0]
+    assert "no soft-deleted row" in deleted_row_problems(CATEGORY, (2,), row, None, hard=False)[0]
+    assert "live in the source" in deleted_row_problems(CATEGORY, (2,), None, (row, "d"), hard=False)[0]
+    assert "must be absent" in deleted_row_problems(CATEGORY, (2,), None, (row, "d"), hard=True)[0]
 
 
 def test_a_journaled_row_reads_back_in_the_source_types():

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from sandbox import fuzz
-from sandbox.scenario import ScenarioError
+from sandbox.harness import fuzz
+from sandbox.harness.scenario import ScenarioError
 from tickit_data.ddl import MYSQL, POSTGRES
 from tickit_data.schema import INTEGER_RANGES, get_table
 

@@ -5,7 +5,7 @@ rebuilt by the harness instead of copied."""
 
 from __future__ import annotations
 
-from sandbox.lake_branch import layout_is_current, layout_marker
+from sandbox.harness.lake_branch import layout_is_current, layout_marker
 from spark_jobs.cdc_hudi_job import BUCKETS_KEY, hudi_options, written_with_buckets
 from spark_jobs.decode import POSITION_LAYOUT
 from spark_jobs.job_config import JobConfig, TableSpec

@@ -8,7 +8,7 @@ import sys
 
 
 def test_loading_the_plugin_imports_no_spark():
-    probe = ("import sys, sandbox.pytest_plugin; "
+    probe = ("import sys, sandbox.harness.pytest_plugin; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"

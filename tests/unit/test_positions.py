@@ -1,4 +1,4 @@
-"""Source positions: the harness's own parsing and folding (`sandbox.positions`), their order across binlog
+"""Source positions: the harness's own parsing and folding (`sandbox.sources.positions`), their order across binlog
 rotations and file numbers a long could not hold, the same folds computed by the job in Spark, and the position
 each commit records, read back by the harness."""
 
@@ -13,9 +13,17 @@ from types import SimpleNamespace
 
 import fastavro
 
-from sandbox.positions import (binlog_file_number, binlog_position, event_position, mssql_event_position,
-                               mssql_lsn_to_int, pg_lsn_to_int, position_floor, position_in)
-from sandbox.timeline import MAX_POSITION_KEY, Commit, commit_of
+from sandbox.harness.timeline import MAX_POSITION_KEY, Commit, commit_of
+from sandbox.sources.positions import (
+    binlog_file_number,
+    binlog_position,
+    event_position,
+    mssql_event_position,
+    mssql_lsn_to_int,
+    pg_lsn_to_int,
+    position_floor,
+    position_in,
+)
 from spark_jobs.cdc_hudi_job import hudi_options
 from spark_jobs.job_config import JobConfig, TableSpec
 
@@ -73,7 +81,7 @@ def test_a_journal_position_spanning_a_rotation_covers_the_events_in_both_files(
 def test_a_binlog_changes_floor_lies_at_or_below_its_events():
     change = SimpleNamespace(position={"file_from": "binlog.000041", "pos_from": 2**32 + 8,
                                        "file_to": "binlog.000042", "pos_to": 900})
-    floor = position_floor(change)
+    floor = position_floor(change.position)
     assert floor == binlog_position("binlog.000041", 2**32 + 8)
     for event in ({"__file": "binlog.000041", "__pos": 2**32 + 8, "__row": 0},
                   {"__file": "binlog.000042", "__pos": 4, "__row": 3}):
@@ -105,7 +113,7 @@ def test_a_journal_position_covers_the_commit_lsn_of_its_event():
                 "commit_lsn_to": mssql_lsn_to_int("0000002b:00000160:0001")}
     assert position_in(position, {"__commit_lsn": "0000002b:00000159:0003"})
     assert not position_in(position, {"__commit_lsn": "0000002b:00000160:0002"})
-    assert position_floor(SimpleNamespace(position=position)) <= mssql_event_position("0000002b:00000159:0003", None, 0)
+    assert position_floor(position) <= mssql_event_position("0000002b:00000159:0003", None, 0)
 
 
 # --- the job's fold in Spark -------------------------------------------------------------------------------

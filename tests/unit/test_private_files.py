@@ -5,8 +5,8 @@ from __future__ import annotations
 import stat
 
 from sandbox.config import Settings
-from sandbox.credentials import ensure_credentials
-from sandbox.mutations import Change, Journal
+from sandbox.sources.mutations import Change, Journal
+from sandbox.stack.credentials import ensure_credentials
 
 
 def mode(path) -> int:

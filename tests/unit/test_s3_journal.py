@@ -11,11 +11,11 @@ import pytest
 
 from sandbox.config import PROJECT_ROOT, Settings
 from sandbox.errors import SandboxError
-from sandbox.services import bucket_snapshot
-from sandbox.services.bucket_snapshot import SavedObject
+from sandbox.stack import install
+from sandbox.stack.services import bucket_snapshot
+from sandbox.stack.services.bucket_snapshot import SavedObject
 
-
-JOURNAL_PACKAGE = PROJECT_ROOT / "sandbox" / "services" / "s3_journal" / "sandbox_s3_journal"
+JOURNAL_PACKAGE = PROJECT_ROOT / "sandbox" / "stack" / "services" / "s3_journal" / "sandbox_s3_journal"
 
 
 def put(key: str, etag: str = "e1", size: int = 1) -> dict:
@@ -71,7 +71,7 @@ def test_the_journal_hands_what_it_writes_to_the_owner_it_is_given(tmp_path):
     """Under a rootful Docker engine LocalStack writes as root into a directory of the host's: the journal gives
     its directory of blobs, the journal file and each blob to the host account (`SANDBOX_S3_JOURNAL_OWNER`). Run in
     LocalStack's own interpreter, as the hook is."""
-    python = Settings.load().localstack_venv / "bin" / "python"
+    python = install.localstack_venv(Settings.load()) / "bin" / "python"
     assert python.exists(), "LocalStack's virtualenv is installed by `make up` (make test does it first)"
     owner = (65534, 65534) if os.geteuid() == 0 else (os.getuid(), os.getgid())
     script = ("import sys; from sandbox_s3_journal import Journal\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import scenario
 from sandbox.config import PROJECT_ROOT, Settings
+from sandbox.harness import scenario
 
 pytest_plugins = ["pytester"]
 

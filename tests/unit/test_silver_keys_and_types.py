@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from sandbox.silver import Shape, arrow_type, duplicate_keys, wrong_types
+from sandbox.harness.silver import Shape, arrow_type, duplicate_keys, wrong_types
 from tickit_data.ddl import MYSQL, POSTGRES
 from tickit_data.schema import get_table
 

@@ -6,12 +6,12 @@ import struct
 
 import pytest
 
-from sandbox import install, jvm
 from sandbox.config import Settings
-from sandbox.connectors import connector_config, render
 from sandbox.errors import SandboxError
-from sandbox.jvm import unresolved_artifacts
-from sandbox.registry import WireFormatError, frame_global_id
+from sandbox.sources.registry import WireFormatError, frame_global_id
+from sandbox.stack import install, jvm
+from sandbox.stack.connectors import connector_config, render
+from sandbox.stack.jvm import unresolved_artifacts
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_wire_format_header():
 def test_tools_are_shared_through_the_user_cache_and_named_after_what_they_were_built_from(tmp_path):
     settings = Settings.load({"XDG_CACHE_HOME": str(tmp_path / "cache"), "SANDBOX_STATE_DIR": str(tmp_path / "s")})
     assert settings.tools_dir == tmp_path / "cache" / "cdc-sandbox" / "tools"
-    assert settings.jvm_dir.name == f"jvm-{jvm.pom_fingerprint()[:12]}"
-    assert settings.localstack_venv.name == f"localstack-{install.localstack_fingerprint()[:12]}"
+    assert jvm.artifacts_dir(settings).name == f"jvm-{jvm.pom_fingerprint()[:12]}"
+    assert install.localstack_venv(settings).name == f"localstack-{install.localstack_fingerprint()[:12]}"
     chosen = Settings.load({"SANDBOX_TOOLS_DIR": str(tmp_path / "mine"), "SANDBOX_STATE_DIR": str(tmp_path / "s")})
-    assert chosen.jvm_dir.parent == tmp_path / "mine"
+    assert jvm.artifacts_dir(chosen).parent == tmp_path / "mine"

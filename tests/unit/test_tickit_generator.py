@@ -18,7 +18,6 @@ from tickit_data import (
     read_tickit_directory,
     scaled_row_counts,
     table_checksum,
-    tables_for_engine,
     write_tickit_files,
 )
 
@@ -33,18 +32,6 @@ def _is_money(value) -> bool:
 
 # ---------------------------------------------------------------------------
 # Schema
-
-
-def test_topology_places_each_table_on_its_engine():
-    placement = {
-        engine: sorted((table.database, table.namespace, table.name) for table in tables_for_engine(engine))
-        for engine in ("postgres", "mysql", "mssql")
-    }
-    assert placement == {
-        "postgres": [("tickit", "ems", "category"), ("tickit", "ems", "event"), ("tickit", "ems", "venue")],
-        "mysql": [("ecomm", "ecomm", "date"), ("ecomm", "ecomm", "listing"), ("ecomm", "ecomm", "sale")],
-        "mssql": [("tickit", "crm", "user")],
-    }
 
 
 def test_tables_are_found_by_cdc_or_tickit_name():

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.config import load_topology
-from sandbox.mutations import _add_column_sql
-from sandbox.tickit import Placement
+from sandbox.config import TOPOLOGY_FILE, load_topology
+from sandbox.errors import SandboxError
+from sandbox.sources.mutations import _add_column_sql
+from sandbox.stack.databases import Placement
 from tickit_data import TABLES, get_table
 from tickit_data.ddl import create_table, dialect_of, qualified
 
@@ -30,12 +31,17 @@ def test_without_sql_server_user_lives_in_postgres_crm_as_declared_stand_in():
     ])
 
 
-def test_topology_and_schema_agree_on_where_tables_live():
+def test_topology_places_each_tickit_table_once_on_its_engine():
     topology = load_topology()
-    engines = {"postgres": "postgres", "mysql": "mysql", "mssql": "mssql"}
-    for table in TABLES:
-        captured = topology.table(table.name)
-        assert engines[captured.source] == table.engine and captured.namespace == table.namespace, table.name
+    placed = {t.name: (topology.sources[t.source].engine, topology.sources[t.source].database, t.namespace)
+              for t in topology.tables}
+    assert len(topology.tables) == len(placed) == len(TABLES)
+    assert placed == {
+        "category": ("postgres", "tickit", "ems"), "event": ("postgres", "tickit", "ems"),
+        "venue": ("postgres", "tickit", "ems"), "date": ("mariadb", "ecomm", "ecomm"),
+        "listing": ("mariadb", "ecomm", "ecomm"), "sale": ("mariadb", "ecomm", "ecomm"),
+        "user": ("sqlserver", "tickit", "crm"),
+    }
 
 
 @pytest.mark.parametrize(("dialect", "expected"), [
@@ -83,3 +89,18 @@ def test_adding_a_column_on_sql_server_gives_the_table_a_new_capture_instance_in
     assert "@capture_instance = @retired" in sql and "@capture_instance = @instance" in sql
     assert "N'crm_user_' + FORMAT(SYSUTCDATETIME()" in sql
     assert "@role_name = N'cdc_reader', @filegroup_name = N'cdc'" in sql, "gated and placed as the first instance"
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    (lambda text: text.replace("ems: [category, event, venue]", "ems: [category, event, venue, sale]"),
+     "sale is placed 2 times"),
+    (lambda text: text.replace("ems: [category, event, venue]", "ems: [category, event, venue, tickets]"),
+     "tickets is no TICKIT table"),
+    (lambda text: text.replace("crm: [user]", "crm: []"), "user is placed 0 times"),
+    (lambda text: text.replace("engine: sqlserver", "engine: mssql"), "engine 'mssql'"),
+])
+def test_the_topology_is_the_one_place_a_table_lives_and_says_what_is_wrong(tmp_path, edit, says):
+    path = tmp_path / "topology.yaml"
+    path.write_text(edit(TOPOLOGY_FILE.read_text()))
+    with pytest.raises(SandboxError, match=says):
+        load_topology(path)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs once, on an empty data directory (docker-entrypoint-initdb.d): the sandbox's admin login and the Debezium
 # capture login with the replication grants, as the native backend creates them on MariaDB
-# (sandbox/services/mariadb.py). mysql_native_password: PyMySQL logs in without the `cryptography` package (the
+# (sandbox/stack/services/mariadb.py). mysql_native_password: PyMySQL logs in without the `cryptography` package (the
 # plugin is off by default from MySQL 8.4: a bump past 8.0 changes this). The temporary init server already runs
 # with --log-bin: like the entrypoint's own set-up, the logins stay out of the binlog the capture login reads.
 # Executable on purpose: the image's entrypoint runs an executable *.sh and sources any other, and this script's

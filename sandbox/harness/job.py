@@ -1,0 +1,155 @@
+"""Running the PySpark Hudi job against this sandbox: its config from the topology, and spark-submit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from sandbox.config import PROJECT_ROOT, Settings
+from sandbox.errors import SandboxError
+from sandbox.harness import class_archive
+from sandbox.harness.checkpoint import delete_prefix, on_s3, split_uri, unvouched_batch
+from sandbox.stack import jvm
+from sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY, s3_client
+from spark_jobs.job_config import JobConfig, TableSpec
+from spark_jobs.session import driver_conf
+from tickit_data import get_table
+
+JOB_FILE = PROJECT_ROOT / "spark_jobs" / "cdc_hudi_job.py"
+POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog", "sqlserver": "sqlserver"}
+# A copy-on-write upsert rewrites each file group it touches whole: for TICKIT's large tables, one group per table
+# made a single-row upsert of `sale` (172k rows) take 2.7 s, four take 1.5 s (README, "The job's settings").
+TABLE_BUCKETS = {"listing": 4, "sale": 4, "user": 2}
+
+
+def job_config(settings: Settings, lake: str | None = None, only: list[str] | None = None, **options) -> JobConfig:
+    """The job's config for this sandbox: every captured table, or `only` the named ones."""
+    topology = settings.topology
+    tables = []
+    for captured in topology.tables:
+        if only is not None and captured.name not in only:
+            continue
+        engine = topology.sources[captured.source].engine
+        tables.append(TableSpec(topic=topology.topic(captured.namespace, captured.name), table=captured.name,
+                                key=get_table(captured.name).primary_key, position=POSITION_KIND[engine],
+                                buckets=TABLE_BUCKETS.get(captured.name)))
+    return JobConfig(
+        kafka_bootstrap=settings.endpoint("kafka").address,
+        registry_url=settings.registry_api_url,
+        lake=lake or f"s3a://{topology.lake_bucket}",
+        tables=tuple(tables),
+        s3_endpoint=settings.url("localstack"),
+        s3_access_key=ACCESS_KEY,
+        s3_secret_key=SECRET_KEY,
+        jars=tuple(str(p) for p in sorted((jvm.artifacts_dir(settings) / "spark").glob("*.jar"))),
+        extra_spark_conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
+        **options,
+    )
+
+
+def check_lake_bucket(settings: Settings, config: JobConfig) -> None:
+    """A lake in a bucket the sandbox's S3 does not have fails here, not as a stack trace from inside Spark."""
+    if not on_s3(config.lake) or not config.s3_endpoint:
+        return
+    bucket, _ = split_uri(config.lake)
+    try:
+        s3_client(settings.url("localstack")).head_bucket(Bucket=bucket)
+    except BotoCoreError as exc:
+        raise SandboxError(f"the sandbox's S3 does not answer ({exc})", "start the sandbox: `make up`") from None
+    except ClientError:
+        raise SandboxError(f"the lake {config.lake} is in bucket {bucket!r}, which the sandbox's S3 does not have",
+                           f"use s3a://{settings.topology.lake_bucket}/<prefix>, or create the bucket first") from None
+
+
+def check_lake_holds_its_checkpoint(settings: Settings, config: JobConfig) -> None:
+    """A checkpoint that vouches for data the lake lost would make the job skip that data for good: refuse."""
+    problem = unvouched_batch(s3_client(settings.url("localstack")), config.lake)
+    if problem:
+        raise SandboxError(problem, LOST_DATA_ADVICE.format(lake=config.lake))
+
+
+def delete_lake(settings: Settings, config: JobConfig) -> int:
+    """Remove every object of the lake (silver, bronze, quarantine, checkpoints); returns how many."""
+    return delete_prefix(s3_client(settings.url("localstack")), config.lake)
+
+
+def write_config(settings: Settings, config: JobConfig, path: Path | None = None) -> Path:
+    path = path or settings.state_dir / "job" / "config.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    return path
+
+
+def spark_submit_command(config: JobConfig, config_path: Path, once: bool, java_options: str = "") -> list[str]:
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    # Under spark-submit the driver's classpath and JVM options are fixed at launch: they go on the command line.
+    conf = [f"--conf={key}={value}" for key, value in driver_conf(config, java_options).items()]
+    return [str(spark_submit), "--master", "local[2]", "--driver-memory", "2g", *conf,
+            str(JOB_FILE), "--config", str(config_path), "--once" if once else "--continuous"]
+
+
+def submit_environment(settings: Settings) -> dict[str, str]:
+    """spark-submit finds Spark and Python through these; the venv's python is not first on every PATH."""
+    import pyspark
+
+    return {**settings.env, "TZ": "UTC", "SPARK_HOME": str(Path(pyspark.__file__).parent),
+            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+DATA_LOSS_SIGN = "failOnDataLoss"  # Spark's Kafka source names the option in its data-loss error
+LOST_DATA_ADVICE = ("rebuild the lake from Kafka, which keeps every change in the sandbox: "
+                    "`sandbox job run --from-scratch --lake {lake}` (time travel to commits before it is lost)")
+DATA_LOSS_ADVICE = ("the lake's checkpoint expects Kafka offsets the topics no longer hold (a topic recreated, e.g. "
+                    "by `make bench`, or its retention passed): changes it never read are lost to this lake. Rebuild "
+                    "it from the topics: `sandbox job run --from-scratch` (with the same --lake/--table options)")
+
+
+def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
+    """spark-submit the job; each micro-batch's summary becomes one line through `say`, and Spark's own log (and
+    the JVM's warnings) go to `<state>/logs/job.log`, whose tail is shown if the job fails."""
+    archive_option, recording = class_archive.java_options(settings, config, record=once)
+    command = spark_submit_command(config, write_config(settings, config), once, archive_option)
+    log = settings.log_file("job")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    say(f"job: spark-submit {'--once' if once else '--continuous'} on {config.lake} (Spark log: {log})")
+    if recording:
+        say("job: this first run also records the JVM's class archive as it exits (once; later runs start faster)")
+    with open(log, "w") as spark_log:
+        child = subprocess.Popen(command, env=submit_environment(settings), stdout=subprocess.PIPE,
+                                 stderr=spark_log, text=True)
+        for line in child.stdout:
+            summary = describe_summary(line.strip())
+            if summary:
+                say(summary)
+            else:  # the JVM and libraries print warnings to stdout too: they belong with Spark's log
+                spark_log.write(line)
+                spark_log.flush()
+        code = child.wait()
+    if code == 0:
+        class_archive.keep_recording(recording)
+    else:
+        text = log.read_text(errors="replace")
+        say(f"job failed (exit {code}); the end of {log}:\n" + "\n".join(text.splitlines()[-40:]))
+        if DATA_LOSS_SIGN in text:
+            say(DATA_LOSS_ADVICE.format(lake=config.lake))
+    return code
+
+
+def describe_summary(line: str) -> str | None:
+    """One readable line for a batch summary the job printed; None for any other output."""
+    try:
+        summary = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(summary, dict) or "batch_id" not in summary:
+        return None
+    if summary.get("empty"):
+        return f"batch {summary['batch_id']}: no new changes"
+    tables = ", ".join(f"{name} {t.get('rows', 0)}" for name, t in summary.get("tables", {}).items())
+    quarantined = f"; {summary['quarantined']} quarantined in {summary.get('quarantine_path')}" \
+        if summary.get("quarantined") else ""
+    return f"batch {summary['batch_id']}: {tables or 'no table changed'} ({summary.get('seconds', '?')} s){quarantined}"

@@ -1,0 +1,436 @@
+"""The oracle: what the silver tables must hold after each round of source changes, checked through two readers.
+
+A round is everything the mutation journal recorded since the previous round. The oracle waits until the pipeline
+has committed each touched table up to the source position of the round's last change (it finds that change's
+event in Kafka first: a job whose checkpoint passes the event without silver reaching the position fails the round
+at once), reads the changed keys back from the source, and records the expected state for that commit. It then asserts exact typed equality of
+  - the latest silver snapshot with the expected state (which is the source table's state),
+  - an incremental read from the previous recorded commit to this one with the rows changed in between,
+each through Spark and through hudi-rs, and the two readers with each other. `verify_history()` (which the
+fixtures and scenarios run at the end of every test) checks time travel to every recorded commit with the state
+recorded for it, repeats the incremental checks, and compares the latest snapshot with a full read of the source.
+Time travel is checked there rather than in the round: at the round the commit is the latest, so the read would
+equal the snapshot just checked; later, with newer commits on top, it tests that the old version is still there.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from sandbox.config import Settings
+from sandbox.harness.silver import Rows, RustSilver, Shape, SparkSilver
+from sandbox.harness.timeline import Commit
+from sandbox.harness.verdict import Expectation, judge
+from sandbox.sources.changes import ChangeReader, end_offsets
+from sandbox.sources.mutations import Change, Mutator, added_column
+from sandbox.sources.positions import position_floor
+from sandbox.sources.registry import RegistryClient
+from sandbox.stack.databases import Placement, table_connection
+from tickit_data.ddl import quote
+from tickit_data.schema import get_table
+
+TABLE_CHECK_THREADS = 4
+
+
+class NotOneBatch(AssertionError):
+    """Changes made while the job was paused did not reach silver in one micro-batch: the in-batch reduction the
+    test meant to exercise was not."""
+
+
+@dataclass
+class RunStats:
+    """What the oracles of one test run checked (printed in the run's summary)."""
+
+    tables: set[str] = field(default_factory=set)
+    rounds: int = 0
+    rows_compared: int = 0
+    snapshots: int = 0
+    time_travel_instants: set[tuple[str, str]] = field(default_factory=set)
+    incremental_ranges: int = 0
+    seconds_waiting: float = 0.0
+    seconds_by_reader: dict[str, float] = field(default_factory=dict)
+
+
+RUN_STATS = RunStats()
+STATS_LOCK = threading.Lock()  # the oracle checks several tables at once
+
+
+@dataclass
+class Recorded:
+    """A commit the oracle recorded an expected state for."""
+
+    table: str
+    label: str
+    commit: Commit
+    shape: Shape  # the table's columns at this commit
+    state: dict[tuple, tuple]
+    changed: set[tuple]  # keys with a change event since the table's previous recorded commit
+    deleted: dict[tuple, tuple] = field(default_factory=dict)  # soft-deleted keys seen deleted: their last values
+    # Keys whose events Kafka delivered again since that commit (Debezium re-sends after a crash), not changed:
+    # an incremental read may hold them, with unchanged values.
+    redelivered: set[tuple] = field(default_factory=set)
+
+
+class _ReadOnce:
+    """A read per reader, done on the first call and given again on later ones."""
+
+    def __init__(self, read):
+        self.read, self.batches = read, {}
+
+    def __call__(self, reader):
+        if reader.name not in self.batches:
+            self.batches[reader.name] = self.read(reader)
+        return self.batches[reader.name]
+
+
+class Oracle:
+    def __init__(self, settings: Settings, pipeline, mutator: Mutator, timeout: float = 240,
+                 stats: RunStats = RUN_STATS):
+        self.settings, self.pipeline, self.mutator, self.timeout = settings, pipeline, mutator, timeout
+        self.readers = [SparkSilver(pipeline.spark, pipeline.config), RustSilver(pipeline.config)]
+        self.stats = stats
+        self.shapes: dict[str, Shape] = {}
+        self.states: dict[str, dict[tuple, tuple]] = {}
+        self.deleted: dict[str, dict[tuple, tuple]] = {}  # table -> key -> the values its delete carried
+        self.pending: dict[str, set[tuple]] = {}
+        self.recorded: dict[str, list[Recorded]] = {}
+        self.next_seq = mutator.journal.next_seq()
+        self.registry = RegistryClient(settings.registry_api_url)
+        # Every change the oracle waits for is made after this: its event lies past these offsets.
+        self.kafka_floor = end_offsets(settings.endpoint("kafka").address,
+                                       [spec.topic for spec in pipeline.config.tables])
+        self.rounds = 0
+        self._verified_after = -1  # rounds done when the history was last verified
+        self._located: dict[int, tuple[int, int]] = {}  # journal seq -> Kafka (partition, offset) of its last event
+        self.redelivered: dict[str, set[tuple]] = {}  # table -> keys with events in Kafka since its last round
+        self._paused_after: dict[str, str | None] = {}  # table -> its last commit instant when the job was paused
+        self._paused_from = 0  # the journal's first entry made while paused
+        self._resumed: dict[str, tuple[str | None, int]] = {}  # table -> (that instant, the paused changes' target)
+
+    # --- rounds --------------------------------------------------------------------------------------------
+    def track(self, tables: list[str], label: str = "baseline") -> dict[str, Recorded]:
+        """Start following these tables: change one row of each not changed since the oracle began (so the round
+        has a source position to wait for), then record and check the whole table."""
+        changed = {c.table for c in self.mutator.journal.since(self.next_seq) if c.debezium_ops}
+        for table in tables:
+            if table not in changed:
+                self.mutator.touch(table)
+        new = [t for t in tables if t not in self.shapes]
+        for table in new:
+            self.shapes[table] = Shape(get_table(table))
+            self.pending[table] = set()
+            self.recorded[table] = []
+            self.deleted[table] = {}
+        for table in new:
+            self.states[table] = self._source_rows(table)
+        return self.round(label)
+
+    def round(self, label: str = "") -> dict[str, Recorded]:
+        """Wait for the pipeline to reach the journal's latest changes, record the expected state, check it."""
+        changes = self._new_changes()
+        label = label or f"round {self.rounds + 1}"
+        targets = self._apply(changes)
+        started = time.monotonic()
+        landmarks = self._locate(changes, targets, started + self.timeout)
+        commits = self.pipeline.wait_for_positions(targets, max(1.0, started + self.timeout - time.monotonic()),
+                                                   landmarks)
+        self.stats.seconds_waiting += time.monotonic() - started
+        self._note_consumed_past(landmarks, commits)
+        self._check_one_batch(commits)
+        recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
+        _each_table(self._check_round, list(recorded.values()))
+        self.stats.rounds += 1
+        self.rounds += 1
+        return recorded
+
+    # --- changes that reach the job together ---------------------------------------------------------------
+    def pause(self) -> None:
+        """Hold the job: the changes made until `resume` reach it in one micro-batch."""
+        self.pipeline.pause()
+        self._paused_after = {table: self._last_instant(table) for table in self.shapes}
+        self._paused_from = self.mutator.journal.next_seq()
+
+    def resume(self) -> None:
+        """Wait until Debezium has delivered every change made while paused, then let the job go on (a job run a
+        batch at a time runs once now). The next round asserts that each table's first new commit holds all of
+        its paused changes (`NotOneBatch` otherwise)."""
+        targets = self._wait_delivered(self._paused_from)
+        self.pipeline.resume()
+        if self.pipeline.query is None and self.pipeline.drives_job:
+            self.pipeline.run_once()
+        self._resumed |= {table: (self._paused_after.get(table), target) for table, target in targets.items()}
+
+    def wait_delivered(self) -> None:
+        """Wait until Debezium has delivered every change journaled since the last round (each tracked table's last
+        one is found in Kafka; a topic holds a table's changes in source order, so the earlier ones are there too)."""
+        self._wait_delivered(self.next_seq)
+
+    def _wait_delivered(self, since_seq: int) -> dict[str, int]:
+        changes = self.mutator.journal.since(since_seq)
+        targets = {c.table: position_floor(c.position) for c in changes if c.table in self.shapes and c.debezium_ops}
+        self._locate(changes, targets, time.monotonic() + self.timeout)
+        return targets
+
+    def _last_instant(self, table: str) -> str | None:
+        commits = self.pipeline.timeline(table)
+        return commits[-1].instant if commits else None
+
+    def _check_one_batch(self, tables) -> None:
+        for table in [t for t in tables if t in self._resumed]:
+            before, target = self._resumed.pop(table)
+            first = next((c for c in self.pipeline.timeline(table)
+                          if (before is None or c.instant > before) and c.max_source_position is not None), None)
+            if first is None or first.max_source_position < target:
+                raise NotOneBatch(f"{table}: the changes made while the job was paused (up to source position "
+                                  f"{target}) did not land in one commit; the first commit after the pause "
+                                  f"{first.instant if first else '(none)'} reached "
+                                  f"{first.max_source_position if first else '-'}")
+
+    def verify_history(self) -> None:
+        """Time travel to every recorded commit and the incremental reads between them; the latest snapshot
+        against a full read of the source. Nothing to repeat if no round ran since the last verification."""
+        if self._verified_after == self.rounds:
+            return
+        _each_table(self._verify_table, list(self.recorded.values()))
+        self._verified_after = self.rounds
+
+    def verify_and_forget(self, tables: list[str]) -> None:
+        """Verify these tables' history, then keep only each one's latest recorded commit (where the next round's
+        incremental check starts): a long run of examples costs, in time and memory, one example at a time."""
+        _each_table(self._verify_table, [self.recorded[table] for table in tables if self.recorded[table]])
+        for table in tables:
+            del self.recorded[table][:-1]
+
+    def _verify_table(self, entries: list[Recorded]) -> None:
+        latest = entries[-1]
+        # While the latest recorded commit is the table's newest, time travel to it reads what a snapshot reads
+        # (the round checked that snapshot): one read then serves both checks below.
+        head = _ReadOnce(lambda r: r.as_of_batches(latest.shape, latest.commit)) \
+            if self._last_instant(latest.table) == latest.commit.instant else None
+        for previous, entry in zip([None, *entries], entries):
+            read = head if entry is latest and head else lambda r, e=entry: r.as_of_batches(e.shape, e.commit)
+            self._check("time travel", entry, read, entry.state)
+            if previous is not None:
+                self._check_changes(previous, entry)
+        rows = read_source(self.settings, self.mutator.placement(latest.table), latest.shape)
+        source = {latest.shape.key_of(row): row for row in rows}
+        self._check("snapshot vs source", latest, head or (lambda r: r.snapshot_batches(latest.shape)), source)
+
+    # --- the expected state --------------------------------------------------------------------------------
+    def _new_changes(self) -> list[Change]:
+        changes = self.mutator.journal.since(self.next_seq)
+        if changes:
+            self.next_seq = changes[-1].seq + 1
+        return changes
+
+    def _apply(self, changes: list[Change]) -> dict[str, int]:
+        """Fold the changes into the expected state; returns the source position to wait for per table."""
+        targets: dict[str, int] = {}
+        removed: dict[str, dict[tuple, dict | None]] = {}  # the last values each key removed in this round had
+        for change in changes:
+            if change.table not in self.shapes:
+                continue
+            if change.kind == "add_column":
+                self._add_column(change)
+                continue
+            if change.debezium_ops:
+                targets[change.table] = position_floor(change.position)
+                if change.kind in ("delete", "update_key"):
+                    removed.setdefault(change.table, {})[self._key(change.table, change.key)] = change.before
+                for key in (change.key, change.new_key):
+                    if key:
+                        self.pending[change.table].add(self._key(change.table, key))
+        for table, keys in self.pending.items():
+            if keys and table in targets:
+                self._refresh(table, keys, removed.get(table, {}))
+        return targets
+
+    def _key(self, table: str, key: dict) -> tuple:
+        return tuple(key[k] for k in self.shapes[table].table.primary_key)
+
+    def _locate(self, changes: list[Change], targets: dict[str, int], deadline: float) -> dict[str, tuple[int, int]]:
+        """The Kafka (partition, offset) of each target table's last event of the round, read from its topic; the
+        pipeline's wait fails at once if the job commits past it without silver reaching the target."""
+        last = {c.table: c for c in changes if c.table in targets and c.debezium_ops}
+        with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(last)))) as pool:
+            found = dict(zip(last, pool.map(lambda change: self._find_event(change, deadline), last.values())))
+        for table, (topic, partition, offset) in found.items():
+            self.kafka_floor.setdefault(topic, {})[partition] = max(offset + 1,
+                                                                    self.kafka_floor[topic].get(partition, 0))
+        return {table: (partition, offset) for table, (_, partition, offset) in found.items()}
+
+    def _find_event(self, change: Change, deadline: float) -> tuple[str, int, int]:
+        """The topic, partition and offset of the change's last event (remembered: found once per change)."""
+        topic = self.pipeline.config.spec(change.table).topic
+        if change.seq not in self._located:  # else found when the job resumed
+            op = change.debezium_ops[-1]
+            with ChangeReader(self.settings.endpoint("kafka").address, topic, self.registry,
+                              from_offsets=self.kafka_floor.get(topic)) as reader:
+                event = reader.wait_for(lambda e: e.value is not None and change.produced_by(e.value, e.key, op),
+                                        max(1.0, deadline - time.monotonic()),
+                                        f"{op!r} of journal entry {change.seq} ({change.kind} {change.key})")
+                self.redelivered.setdefault(change.table, set()).update(
+                    self._key(change.table, e.key) for e in reader.events if e.key)
+            self._located[change.seq] = (event.partition, event.offset)
+        return (topic, *self._located[change.seq])
+
+    def _note_consumed_past(self, landmarks: dict[str, tuple[int, int]], commits: dict[str, Commit]) -> None:
+        """Keys the job may have written again since a table's previous round without a change in the source: those
+        of events read past the round's last change (the next round's changes are not made yet: Kafka delivering
+        earlier changes again, e.g. Debezium re-sending after a crash), and of every event of a micro-batch that
+        Spark ran again after a restart (its range begins before this round's changes, and its commit rewrites
+        those keys with the values they had). They count as re-delivered."""
+        consumed = self.pipeline.planned_offsets() if landmarks else {}
+        for table in landmarks:
+            topic = self.pipeline.config.spec(table).topic
+            start = self._first_offsets_since_last_round(table, commits[table], topic)
+            ends = {int(p): end for p, end in consumed.get(topic, {}).items() if end > start.get(int(p), 0)}
+            if not ends:
+                continue
+            with ChangeReader(self.settings.endpoint("kafka").address, topic, self.registry,
+                              from_offsets=start) as reader:
+                events = reader.read_to_end(self.timeout, ends)
+            self.redelivered.setdefault(table, set()).update(self._key(table, e.key) for e in events if e.key)
+
+    def _first_offsets_since_last_round(self, table: str, commit: Commit, topic: str) -> dict[int, int]:
+        floor = self.kafka_floor.get(topic, {})
+        previous = self.recorded[table][-1].commit if self.recorded.get(table) else None
+        if previous is None:
+            return dict(floor)
+        since = [c for c in self.pipeline.timeline(table) if previous.completed < c.completed <= commit.completed]
+        return reread_from(floor, previous, since,
+                           lambda batch: self.pipeline.batch_start(batch).get(topic, {}))
+
+    def _add_column(self, change: Change) -> None:
+        shape = self.shapes[change.table]
+        name, logical = change.values["column"], change.values["type"]
+        if name in shape.columns:
+            return
+        column = added_column(name, logical)
+        self.shapes[change.table] = Shape(replace(shape.table, columns=(*shape.table.columns, column)))
+        self.states[change.table] = {k: (*row, None) for k, row in self.states[change.table].items()}
+        self.deleted[change.table] = {k: (*row, None) for k, row in self.deleted[change.table].items()}
+
+    def _refresh(self, table: str, keys: set[tuple], removed: dict[tuple, dict | None]) -> None:
+        """The changed keys' rows from the source; a key gone from it keeps the values its delete carried (a
+        delete journaled without them, by an older version of the harness, leaves the deleted row unchecked)."""
+        state, deleted, shape = self.states[table], self.deleted[table], self.shapes[table]
+        fresh = self._source_rows(table, keys)
+        for key in keys:
+            if key in fresh:
+                state[key] = fresh[key]
+                deleted.pop(key, None)
+                continue
+            state.pop(key, None)
+            if removed.get(key) is not None:
+                deleted[key] = shape.from_journal(removed[key])
+
+    def _source_rows(self, table: str, keys: set[tuple] | None = None) -> dict[tuple, tuple]:
+        shape = self.shapes[table]
+        placement = self.mutator.placement(table)
+        rows = read_source(self.settings, placement, shape, keys)
+        return {shape.key_of(row): row for row in rows}
+
+    def _record(self, table: str, label: str, commit: Commit) -> Recorded:
+        entry = Recorded(table, label, commit, self.shapes[table], dict(self.states[table]), set(self.pending[table]),
+                         dict(self.deleted[table]), self.redelivered.pop(table, set()) - self.pending[table])
+        self.pending[table] = set()
+        self.recorded[table].append(entry)
+        self.stats.tables.add(table)
+        return entry
+
+    # --- the checks ----------------------------------------------------------------------------------------
+    def _check_round(self, entry: Recorded) -> None:
+        self._check("snapshot", entry, lambda r: r.snapshot_batches(entry.shape), entry.state)
+        entries = self.recorded[entry.table]
+        if len(entries) > 1:
+            self._check_changes(entries[-2], entry)
+
+    def _check_changes(self, previous: Recorded, entry: Recorded) -> None:
+        shape = entry.shape
+        expected = {key: entry.state.get(key) for key in entry.changed}
+        if self.pipeline.config.hard_deletes:
+            expected = {key: row for key, row in expected.items() if row is not None}
+        unchanged = {key: entry.state.get(key) for key in entry.redelivered}
+        self._check(f"incremental after {previous.commit.instant}", entry,
+                    lambda r: r.changes_batches(shape, previous.commit, entry.commit), expected, live_only=False,
+                    unchanged=unchanged)
+        with STATS_LOCK:
+            self.stats.incremental_ranges += 1
+
+    def _check(self, what: str, entry: Recorded, read, expected: Rows, live_only: bool = True,
+               unchanged: Rows | None = None) -> None:
+        """`read(reader)` gives the reader's Arrow batches; `verdict.judge` decides. `unchanged` rows (keys Kafka
+        re-delivered) are allowed in the read besides `expected`, with these values."""
+        batches_by_reader = {}
+        with ThreadPoolExecutor(len(self.readers)) as pool:  # Spark works in its JVM meanwhile
+            reads = {reader.name: pool.submit(_timed, read, reader) for reader in self.readers}
+            for name, future in reads.items():
+                batches_by_reader[name], seconds = future.result()
+                self._count_read(name, seconds, len(expected))
+        with STATS_LOCK:
+            if what.startswith("time travel"):
+                self.stats.time_travel_instants.add((entry.table, entry.commit.instant))
+            elif what.startswith("snapshot"):
+                self.stats.snapshots += 1
+        expectation = Expectation(entry.shape, expected, self.mutator.placement(entry.table).dialect,
+                                  deleted=entry.deleted, live_keys=set(entry.state), live_only=live_only,
+                                  unchanged=unchanged or {}, hard_deletes=self.pipeline.config.hard_deletes)
+        judge(self._where(what, entry), expectation, batches_by_reader,
+              on_rows_built=lambda name, seconds: self._count_read(name, seconds, 0))
+
+    def _where(self, what: str, entry: Recorded) -> str:
+        return (f"silver {entry.table} in {self.pipeline.config.lake}, {what}, commit {entry.commit.instant} "
+                f"(round {entry.label!r}, source position {entry.commit.max_source_position}):\n")
+
+    def _count_read(self, reader: str, seconds: float, rows: int) -> None:
+        with STATS_LOCK:
+            self.stats.seconds_by_reader[reader] = self.stats.seconds_by_reader.get(reader, 0.0) + seconds
+            self.stats.rows_compared += rows
+
+
+def _each_table(check, entries: list) -> None:
+    """`check(entry)` for every table's entry, several tables at once: a check's reads are short Spark jobs and
+    hudi-rs scans that wait on S3 and on scheduling more than on the CPU. The first table's failure, in order, is
+    raised."""
+    with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(entries)))) as pool:
+        list(pool.map(check, entries))
+
+
+def _timed(work, arg):
+    started = time.monotonic()
+    result = work(arg)
+    return result, time.monotonic() - started
+
+
+def reread_from(floor: dict[int, int], previous: Commit, since: list[Commit], batch_start) -> dict[int, int]:
+    """Where, per partition, the events lie that the commits `since` the previous round's commit may hold: past the
+    round's Kafka `floor`, or from the start of the micro-batch that wrote `previous` if Spark ran it again
+    (`batch_start(batch)` gives a batch's first offsets). Commits without a batch id (another job) keep the floor."""
+    batches = [c.batch_id for c in since if c.batch_id is not None]
+    if previous.batch_id is None or not batches or min(batches) > previous.batch_id:
+        return dict(floor)
+    start = dict(floor)
+    for partition, offset in batch_start(min(batches)).items():
+        start[int(partition)] = min(offset, start.get(int(partition), offset))
+    return start
+
+
+def read_source(settings: Settings, placement: Placement, shape: Shape, keys: set[tuple] | None = None) -> list[tuple]:
+    """The source table's rows in the compared columns (all rows, or those with the given keys)."""
+    columns = ", ".join(quote(placement.dialect, c) for c in shape.columns)
+    sql = f"SELECT {columns} FROM {placement.name}"
+    params: tuple = ()
+    if keys is not None:
+        if not keys:
+            return []
+        (pk,) = shape.table.primary_key
+        sql += f" WHERE {quote(placement.dialect, pk)} IN ({', '.join(['%s'] * len(keys))})"
+        params = tuple(k[0] for k in keys)
+    with table_connection(settings, placement) as conn:
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            return [shape.normalize(row) for row in cur.fetchall()]

@@ -1,0 +1,298 @@
+"""The pipeline as tests drive it: a Spark session running the Hudi job in-process, and silver read back.
+
+The job runs either a run at a time (`run_once`: everything in Kafka now, then stop) or continuously
+(`start_continuous`: micro-batches every trigger interval until stopped). Either way `wait_for_positions` returns
+once each table's silver has committed a given source position.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from sandbox.config import Settings
+from sandbox.errors import SandboxError
+from sandbox.harness import class_archive, job
+from sandbox.harness import timeline as commit_timeline
+from sandbox.harness.checkpoint import batch_start_offsets, committed_offsets, on_s3, planned_offsets
+from sandbox.harness.timeline import Commit
+from sandbox.sources import topics
+from sandbox.sources.tickit import normalized_rows
+from sandbox.stack.services.localstack import s3_client
+from sandbox.wait import wait_until
+from spark_jobs import cdc_hudi_job, queries
+from spark_jobs.job_config import JobConfig
+from spark_jobs.session import spark_session
+from tickit_data import get_table
+
+# The harness's in-process job gives up on an unreachable S3 within seconds: a test that stops the stack under a
+# running job gets it back at once. With S3A's defaults (20 SDK attempts within each of 7 S3A retries) a stop under
+# `sandbox down` waited 50-60 s; at 3 and 3 it still did, as the batch's driver threads go through dozens of S3 calls
+# one after another (bronze's commit, and Hudi reading hoodie.properties 5 times a second apart) and each retried for
+# seconds. At 3 SDK attempts (which retry a stale connection) and 1 S3A retry: 1-15 s. Jobs run by `sandbox job run`
+# keep S3A's defaults, and ride out a LocalStack restart.
+HARNESS_S3A_RETRIES = {"spark.hadoop.fs.s3a.attempts.maximum": "3", "spark.hadoop.fs.s3a.retry.limit": "1",
+                       "spark.hadoop.fs.s3a.retry.interval": "100ms"}
+
+
+def spark_for(settings: Settings, config: JobConfig | None = None):
+    """A Spark session with the job's jars and S3 settings for this sandbox."""
+    os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
+    time.tzset()
+    config = config or job.job_config(settings)
+    archive_option, _ = class_archive.java_options(settings, config, record=False)
+    quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **config.extra_spark_conf})
+    return spark_session(quick_to_fail, java_options=archive_option)
+
+
+def closed_port() -> int:
+    """A local TCP port nobody listens on (just given back by the OS)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class SilverBehind(AssertionError):
+    """The job consumed a round's change from Kafka but silver never committed it."""
+
+
+SLOW_STOP_SECONDS = 10
+# Threads a stop can wait on: the query's own, its tasks, Kafka's admin client, and the threads of the job's table
+# writes (py4j threads, known by what they run).
+STOP_THREAD_PREFIXES = ("stream execution thread", "Executor task launch worker", "kafka-admin-client-thread")
+STOP_THREAD_PACKAGES = ("org.apache.hudi.", "org.apache.hadoop.fs.s3a.", "com.amazonaws.")
+
+
+def jvm_thread_dump(spark, prefixes: tuple[str, ...], packages: tuple[str, ...] = ()) -> str:
+    """The stacks of the driver JVM's threads whose names begin with one of `prefixes`, or that run code of one of
+    `packages`."""
+    traces = spark.sparkContext._jvm.java.lang.Thread.getAllStackTraces()
+    dumps = []
+    for thread in traces.keySet().toArray():
+        name, frames = thread.getName(), [frame.toString() for frame in traces.get(thread)]
+        if name.startswith(prefixes) or any(package in frame for frame in frames for package in packages):
+            shown = "\n".join(f"    at {frame}" for frame in frames)
+            dumps.append(f"{name} ({thread.getState().toString()})\n{shown}")
+    return "\n\n".join(dumps) + "\n"
+
+
+@dataclass
+class Pipeline:
+    settings: Settings
+    config: JobConfig
+    spark: object
+    reports: list[str] = field(default_factory=list)
+    owns_session: bool = True
+    query: object = None  # the streaming query while running continuously
+    paused: bool = False
+    resume_continuous: bool = False  # paused while running continuously
+    drives_job: bool = True  # False: the job runs elsewhere (e.g. `sandbox job run`); waits only read silver
+    topics_seen: bool = False  # every topic the job reads exists
+
+    def __repr__(self) -> str:  # short: a failing property example prints its arguments
+        tables = ", ".join(spec.table for spec in self.config.tables)
+        return f"Pipeline({self.config.lake}, {self.config.table_type}, tables: {tables}, {len(self.reports)} batches)"
+
+    @classmethod
+    def start(cls, settings: Settings, lake: str, **options) -> "Pipeline":
+        config = job.job_config(settings, lake=lake, **options)
+        return cls(settings, config, spark_for(settings, config))
+
+    def sibling(self, lake: str, **options) -> "Pipeline":
+        """Another lake (and job options) in the same Spark session, e.g. Merge-on-Read beside Copy-on-Write."""
+        return Pipeline(self.settings, job.job_config(self.settings, lake=lake, **options), self.spark,
+                        owns_session=False)
+
+    def stop(self) -> None:
+        self.stop_continuous()
+        if self.owns_session:
+            self.spark.stop()
+
+    # --- running the job -----------------------------------------------------------------------------------
+    def run_once(self) -> list[dict]:
+        """Process everything in Kafka now; returns the batch summaries of this run."""
+        self._wait_for_topics()
+        before = len(self.reports)
+        cdc_hudi_job.run(self.spark, self.config, once=True, report=self.reports.append)
+        return [json.loads(line) for line in self.reports[before:]]
+
+    def run_once_without_registry(self) -> list[dict]:
+        """`run_once` in a schema registry outage: the job's lookups go to a local port where nothing listens, so
+        each is refused at once (the sandbox's registry keeps serving everyone else)."""
+        normal = self.config
+        self.config = replace(normal, registry_url=f"http://127.0.0.1:{closed_port()}/apis/registry/v2")
+        try:
+            return self.run_once()
+        finally:
+            self.config = normal
+
+    def start_continuous(self) -> None:
+        self._wait_for_topics()
+        if self.query is None:
+            self.query = cdc_hudi_job.start(self.spark, self.config, once=False, report=self.reports.append)
+
+    def _wait_for_topics(self) -> None:
+        """Right after `sandbox up` Debezium may still be creating topics; once all exist, they stay."""
+        if not self.topics_seen:
+            topics.wait_for_topics(self.settings.endpoint("kafka").address, [s.topic for s in self.config.tables])
+            self.topics_seen = True
+
+    def stop_continuous(self) -> None:
+        if self.query is not None:
+            stopped = threading.Event()
+            watchdog = threading.Thread(target=self._record_slow_stop, args=(stopped,), daemon=True)
+            watchdog.start()
+            try:
+                self.query.stop()
+            finally:
+                stopped.set()
+                self.query = None
+
+    def _record_slow_stop(self, stopped: threading.Event) -> None:
+        """If the query takes long to stop (a fault test once waited 59 s), write where its JVM threads wait."""
+        if stopped.wait(SLOW_STOP_SECONDS):
+            return
+        path = self.settings.log_file("job-slow-stop")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as log:
+            log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}: the streaming query on {self.config.lake} had not "
+                      f"stopped after {SLOW_STOP_SECONDS} s; its threads:\n\n"
+                      + jvm_thread_dump(self.spark, STOP_THREAD_PREFIXES, STOP_THREAD_PACKAGES) + "\n")
+        print(f"the job is slow to stop: where it waits is in {path}", file=sys.stderr)
+
+    def pause(self) -> None:
+        """Changes made while paused reach the job together, in one micro-batch, when it resumes."""
+        self.paused = True
+        self.resume_continuous = self.query is not None
+        self.stop_continuous()
+
+    def resume(self) -> None:
+        self.paused = False
+        if self.resume_continuous:
+            self.start_continuous()
+
+    def restart(self) -> None:
+        """Stop the job and start it again from its checkpoint (a run-at-a-time job starts from it every run)."""
+        if self.query is not None:
+            self.stop_continuous()
+            self.start_continuous()
+
+    def wait_for_positions(self, targets: dict[str, int], timeout: float,
+                           landmarks: dict[str, tuple[int, int]] | None = None) -> dict[str, Commit]:
+        """Wait until each table's latest commit holds its target source position; returns those commits.
+
+        `landmarks` gives, per table, the Kafka (partition, offset) of the event that carries its target: once the
+        job's checkpoint has committed past that offset and the table still has no such commit, the job read the
+        change and did not write it, and the wait fails at once (SilverBehind) instead of running out of time."""
+        reached: dict[str, Commit] = {}
+
+        def all_reached() -> bool:
+            if self.query is not None and self.query.exception() is not None:
+                raise SandboxError(f"the continuous job failed: {self.query.exception()}", "see the Spark log above")
+            if self.query is None and not self.paused and self.drives_job:
+                self.run_once()
+            consumed = self.consumed_offsets() if landmarks else {}  # before the timeline: its commits come first
+            if self._reach(targets, reached):
+                return True
+            self._fail_if_consumed(targets, reached, landmarks or {}, consumed)
+            return False
+
+        if self.paused and targets:
+            raise SandboxError("the pipeline is paused", "resume it before waiting for it to reach a position")
+        waiting = ", ".join(f"{t} at {p}" for t, p in targets.items() if t not in reached)
+        wait_until(all_reached, timeout, f"silver to commit source positions ({waiting})",
+                   "the job may be skipping a table or failing; see its batch summaries: "
+                   + "; ".join(self.reports[-3:]), interval=0.5)
+        return reached
+
+    @functools.cached_property
+    def s3(self):
+        return s3_client(self.settings.url("localstack"))
+
+    @functools.cached_property
+    def s3_timelines(self) -> commit_timeline.S3Timelines:
+        return commit_timeline.S3Timelines(self.s3)
+
+    def consumed_offsets(self) -> dict[str, dict[str, int]]:
+        """{topic: {partition: next offset}} the job's checkpoint has committed ({} for a lake not on S3)."""
+        if not on_s3(self.config.checkpoint()):
+            return {}
+        return committed_offsets(self.s3, self.config.checkpoint())
+
+    def planned_offsets(self) -> dict[str, dict[str, int]]:
+        """{topic: {partition: next offset}} the job's latest micro-batch reads up to ({} for a lake not on S3)."""
+        if not on_s3(self.config.checkpoint()):
+            return {}
+        return planned_offsets(self.s3, self.config.checkpoint())
+
+    def batch_start(self, batch: int) -> dict[str, dict[str, int]]:
+        """{topic: {partition: offset}} the job's micro-batch `batch` read from ({} if unknown or not on S3)."""
+        if not on_s3(self.config.checkpoint()):
+            return {}
+        return batch_start_offsets(self.s3, self.config.checkpoint(), batch, self.config.starting_offsets)
+
+    def _fail_if_consumed(self, targets: dict[str, int], reached: dict, landmarks: dict[str, tuple[int, int]],
+                          consumed: dict[str, dict[str, int]]) -> None:
+        for table, (partition, offset) in landmarks.items():
+            topic = self.config.spec(table).topic
+            done = consumed.get(topic, {}).get(str(partition), -1)
+            if table not in reached and done > offset:
+                raise SilverBehind(
+                    f"silver {table} in {self.config.lake} has no commit at source position {targets[table]}, yet the "
+                    f"job has committed {topic} partition {partition} up to offset {done}, past the change at offset "
+                    f"{offset}: it read the change and did not write it (latest commit: "
+                    f"{self._latest_commit(table)})")
+
+    def _latest_commit(self, table: str) -> str:
+        commits = self.timeline(table)
+        return f"{commits[-1].instant} at position {commits[-1].max_source_position}" if commits else "none"
+
+    def _reach(self, targets: dict[str, int], reached: dict[str, Commit]) -> bool:
+        pending = [table for table in targets if table not in reached]
+        with ThreadPoolExecutor(max(1, min(4, len(pending)))) as pool:  # one small Spark job per table's timeline
+            found = pool.map(lambda table: self.first_commit_at(table, targets[table]), pending)
+            reached |= {table: commit for table, commit in zip(pending, found) if commit is not None}
+        return len(reached) == len(targets)
+
+    def first_commit_at(self, table: str, target: int) -> Commit | None:
+        """The earliest commit of the table whose source position reaches `target`."""
+        for commit in self.timeline(table):
+            if commit.max_source_position is not None and commit.max_source_position >= target:
+                return commit
+        return None
+
+    def _table_exists(self, table: str) -> bool:
+        jvm = self.spark._jvm
+        path = jvm.org.apache.hadoop.fs.Path(f"{self.path(table)}/.hoodie/timeline")
+        return path.getFileSystem(self.spark._jsc.hadoopConfiguration()).exists(path)
+
+    # --- reading silver ------------------------------------------------------------------------------------
+    def path(self, table: str) -> str:
+        return self.config.silver_path(table)
+
+    def timeline(self, table: str) -> list[Commit]:
+        """The table's completed commits, oldest first ([] before its first commit)."""
+        if on_s3(self.path(table)):
+            return self.s3_timelines.read(self.path(table))
+        if not self._table_exists(table):
+            return []
+        return commit_timeline.read_timeline(self.spark, self.path(table))
+
+    def snapshot(self, table: str):
+        return queries.snapshot(self.spark, self.path(table))
+
+    def time_travel(self, table: str, instant: str):
+        return queries.time_travel(self.spark, self.path(table), instant)
+
+    def live_rows(self, frame, table: str) -> list[tuple]:
+        """Rows not soft-deleted, in the source table's columns and Python types, in key order."""
+        schema = get_table(table)
+        rows = frame.filter("__deleted IS NULL OR __deleted != 'true'").select(*schema.column_names).collect()
+        return normalized_rows(schema, [tuple(row) for row in rows])

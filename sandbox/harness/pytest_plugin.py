@@ -1,0 +1,304 @@
+"""pytest fixtures for tests against the sandbox (registered as the `cdc_sandbox` plugin entry point, so any suite
+in an environment with this package installed gets them).
+
+`--sandbox=attach` (the default) uses the sandbox of the current project (what `make up` started), bringing it up
+if it is not running; `SANDBOX_STATE_DIR` and the port variables point it at another one. `--sandbox=ephemeral`
+starts a sandbox of its own for the test session, on free ports in a temporary directory, and removes it after.
+
+Scenario files (`*.yaml` in the directories of the `sandbox_scenarios` ini option, `fixtures/scenarios` by
+default) are collected as tests. After the run a summary of what the oracles checked is printed and written to
+`--sandbox-summary` (default `reports/summary.txt`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import port_for
+import pytest
+
+from sandbox.config import DEFAULT_PORTS, Settings
+from sandbox.harness.lakes_for_tests import KEPT_LAKES, SESSION_BRANCHES, finish, pipeline_on_new_lake
+from sandbox.harness.oracle import RUN_STATS, Oracle
+from sandbox.sources import tickit
+from sandbox.sources.mutations import Mutator
+from sandbox.sources.registry import RegistryClient
+from sandbox.stack import databases
+from sandbox.stack.connectors import ConnectClient
+from sandbox.stack.services.localstack import s3_client
+
+STARTED = time.monotonic()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("cdc_sandbox", "CDC sandbox")
+    group.addoption("--sandbox", choices=("attach", "ephemeral"), default=os.environ.get("SANDBOX_TESTS", "attach"),
+                    help="attach to the project's sandbox (default) or start an ephemeral one on free ports")
+    group.addoption("--sandbox-summary", default="reports/summary.txt",
+                    help="where to write the human-readable summary of the run")
+    group.addoption("--oracle-timeout", type=float, default=240.0,
+                    help="seconds the oracle waits for the pipeline to reach a source position")
+    parser.addini("sandbox_scenarios", "directories whose *.yaml scenario files are collected as tests",
+                  type="paths", default=["fixtures/scenarios"])
+
+
+# --- the sandbox ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def sandbox_settings(request, tmp_path_factory) -> Settings:
+    if request.config.getoption("--sandbox") == "ephemeral":
+        return ephemeral_settings(tmp_path_factory.mktemp("sandbox"))
+    return Settings.load()
+
+
+def ephemeral_settings(state_dir: Path) -> Settings:
+    """Settings of a new native sandbox in `state_dir`, every service on a free port (tools are shared)."""
+    env = dict(os.environ, SANDBOX_STATE_DIR=str(state_dir), SANDBOX_BACKEND="native")
+    taken = set(DEFAULT_PORTS.values())  # leave the ports of a `make up` sandbox alone
+    for name in DEFAULT_PORTS:
+        port = port_for.select_random(exclude_ports=taken)
+        taken.add(port)
+        env[f"SANDBOX_{name.upper()}_PORT"] = str(port)
+    return Settings.load(env)
+
+
+@pytest.fixture(scope="session")
+def sandbox(request, sandbox_settings: Settings):
+    """A running sandbox. Attach: the project's (started, without installing, if it is down). Ephemeral: a new
+    stack for this session on free ports, with testcontainers where a Docker engine answers, natively otherwise;
+    removed afterwards."""
+    from sandbox.stack import backends, orphans
+    from sandbox.stack.backends import compose, native, select
+
+    quiet = lambda name, outcome: None  # noqa: E731
+    if request.config.getoption("--sandbox") == "ephemeral":
+        if select.docker_engine().reachable:
+            with compose.ephemeral_stack() as settings:
+                yield settings
+            return
+        orphans.reap()  # what sessions that were killed left running
+        native.up(sandbox_settings, quiet)
+        entry = orphans.register(sandbox_settings, native.all_services(sandbox_settings))
+        try:
+            yield sandbox_settings
+        finally:
+            native.down(sandbox_settings, quiet)
+            entry.unlink(missing_ok=True)
+        return
+    backend = backends.of(sandbox_settings)
+    statuses, connectors = backend.status(sandbox_settings)
+    healthy = all(s.state in ("running", "external") for s in statuses)
+    if not healthy or any(state != "RUNNING" for _, state in connectors):
+        backend.up(sandbox_settings, quiet, skip_install=True)
+    yield sandbox_settings
+
+
+def _source_client(settings: Settings, table: str):
+    with databases.table_connection(settings, databases.placement_of(settings, table)) as conn:
+        yield conn
+
+
+@pytest.fixture
+def postgres_client(sandbox: Settings, tickit_loaded):
+    """A DB-API connection to the Postgres source database (closed after the test)."""
+    yield from _source_client(sandbox, "category")
+
+
+@pytest.fixture
+def mysql_client(sandbox: Settings, tickit_loaded):
+    """A DB-API connection to the MySQL-compatible source database (closed after the test)."""
+    yield from _source_client(sandbox, "sale")
+
+
+@pytest.fixture
+def mssql_client(sandbox: Settings, tickit_loaded):
+    """A DB-API connection to SQL Server; the test is skipped when the sandbox has none."""
+    if "mssql" not in sandbox.topology.sources:
+        pytest.skip("no SQL Server reachable: set SANDBOX_MSSQL_DSN (native backend) or use the compose backend; "
+                    "crm.user lives on its Postgres stand-in here")
+    yield from _source_client(sandbox, "user")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(sandbox: Settings) -> str:
+    return sandbox.endpoint("kafka").address
+
+
+@pytest.fixture(scope="session")
+def connect_client(sandbox: Settings) -> ConnectClient:
+    return ConnectClient(sandbox.url("connect"))
+
+
+@pytest.fixture(scope="session")
+def registry(sandbox: Settings) -> RegistryClient:
+    return RegistryClient(sandbox.registry_api_url)
+
+
+@pytest.fixture(scope="session")
+def s3(sandbox: Settings):
+    return s3_client(sandbox.url("localstack"))
+
+
+@pytest.fixture(scope="session")
+def lake_bucket(sandbox: Settings) -> str:
+    return sandbox.topology.lake_bucket
+
+
+@pytest.fixture(scope="session")
+def tickit_loaded(sandbox: Settings):
+    """The source databases hold generated TICKIT (seed 0, original size); returns what the load did."""
+    return tickit.load(sandbox, tickit.GeneratedRows(seed=0, scale=1.0))
+
+
+@pytest.fixture
+def mutator(sandbox: Settings, tickit_loaded) -> Mutator:
+    return Mutator(sandbox)
+
+
+# --- the pipeline and the silver tables ----------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def spark(sandbox: Settings):
+    """A Spark session with the job's jars and S3 settings (shared by every pipeline of the session)."""
+    from sandbox.harness.pipeline import spark_for
+
+    session = spark_for(sandbox)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def lake_branches(sandbox: Settings, spark):
+    """Where new test lakes branch from (`sandbox.harness.lake_branch`); None when `SANDBOX_BRANCH_LAKES=0` or the session
+    runs a deliberately broken job (its lakes must be written by that job from the first change on)."""
+    from sandbox.harness.lake_branch import LakeBranches
+
+    if os.environ.get("SANDBOX_BRANCH_LAKES", "1") == "0" or os.environ.get("SANDBOX_BROKEN_JOB"):
+        return None
+    SESSION_BRANCHES.append(LakeBranches(sandbox, spark))
+    return SESSION_BRANCHES[-1]
+
+
+@pytest.fixture(scope="session")
+def pipeline(request, sandbox: Settings, spark, lake_branches):
+    """The Hudi job on a lake of its own (branched from the baseline) for this test session, run in-process:
+    `run_once()` or `start_continuous()`, and `wait_for_positions()` to wait until silver has reached source
+    positions."""
+    pipe = pipeline_on_new_lake(sandbox, spark, lake_branches)
+    yield pipe
+    finish([pipe], request.session.testsfailed > 0)
+
+
+@pytest.fixture
+def pipeline_factory(request, sandbox: Settings, spark, lake_branches):
+    """New pipelines on new lakes (optionally over a subset of the tables), branched from the baseline unless
+    `branch=False`; stopped after the test."""
+    made = []
+
+    def make(only: list[str] | None = None, branch: bool = True, **options):
+        pipe = pipeline_on_new_lake(sandbox, spark, lake_branches if branch else None, only=only, **options)
+        made.append(pipe)
+        return pipe
+
+    yield make
+    finish(made, _failed(request))
+
+
+@pytest.fixture
+def silver(pipeline):
+    """The session pipeline's silver tables through both readers: `silver.spark` and `silver.rust`, each with
+    snapshot(shape), as_of(shape, commit) and changes(shape, after, until)."""
+    from types import SimpleNamespace
+
+    from sandbox.harness.silver import RustSilver, SparkSilver
+
+    return SimpleNamespace(spark=SparkSilver(pipeline.spark, pipeline.config), rust=RustSilver(pipeline.config))
+
+
+@pytest.fixture
+def oracle_factory(request, sandbox: Settings, mutator: Mutator):
+    """Oracles over given pipelines: `oracle_factory(pipeline)`; each checks its history when the test ends."""
+    timeout = request.config.getoption("--oracle-timeout")
+    made: list[Oracle] = []
+
+    def make(pipe) -> Oracle:
+        made.append(Oracle(sandbox, pipe, mutator, timeout=timeout))
+        return made[-1]
+
+    yield make
+    if not _failed(request):
+        for oracle in made:
+            oracle.verify_history()
+
+
+@pytest.fixture(scope="module")
+def module_pipeline(request, sandbox: Settings, spark, lake_branches):
+    """The Hudi job on a lake of its own (branched from the baseline) for one test module (what `oracle`
+    checks)."""
+    failed_before = request.session.testsfailed
+    pipe = pipeline_on_new_lake(sandbox, spark, lake_branches)
+    yield pipe
+    finish([pipe], request.session.testsfailed > failed_before)
+
+
+@pytest.fixture
+def oracle(oracle_factory, module_pipeline) -> Oracle:
+    """An oracle over the module's pipeline (`oracle.pipeline`): `track(tables)`, mutate, `round()`; its history
+    is verified again at the end of the test."""
+    return oracle_factory(module_pipeline)
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"report_{report.when}", report)
+
+
+def _failed(request) -> bool:
+    report = getattr(request.node, "report_call", None)
+    return report is None or report.failed
+
+
+# --- scenario files ------------------------------------------------------------------------------------------
+def pytest_collect_file(file_path: Path, parent):
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    directories = [Path(d).resolve() for d in parent.config.getini("sandbox_scenarios")]
+    if any(directory in file_path.resolve().parents for directory in directories):
+        from sandbox.harness.scenario_tests import ScenarioFile
+
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+# --- the run's summary ---------------------------------------------------------------------------------------
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if config.option.collectonly:
+        return
+    stats = terminalreporter.stats
+    counts = {kind: len(stats.get(kind, [])) for kind in ("passed", "failed", "error", "skipped")}
+    lines = [
+        f"tests: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
+        f"{counts['skipped']} skipped in {time.monotonic() - STARTED:.0f} s",
+        f"tables checked: {', '.join(sorted(RUN_STATS.tables)) or 'none'}",
+        f"oracle rounds: {RUN_STATS.rounds}; snapshots checked: {RUN_STATS.snapshots}; "
+        f"commits checked by time travel: {len(RUN_STATS.time_travel_instants)}; "
+        f"incremental ranges checked: {RUN_STATS.incremental_ranges}",
+        f"rows compared (per reader and check): {RUN_STATS.rows_compared:,}",
+        f"seconds waiting for the pipeline: {RUN_STATS.seconds_waiting:.0f}; reading silver: "
+        + ", ".join(f"{name} {seconds:.0f}" for name, seconds in RUN_STATS.seconds_by_reader.items()),
+    ]
+    for branches in SESSION_BRANCHES:
+        lines.append(f"test lakes branched from the baseline: {branches.branches}; the baseline caught up "
+                     f"{len(branches.catch_up_seconds)} times in {sum(branches.catch_up_seconds):.0f} s")
+    slowest = sorted((r for r in stats.get("passed", []) + stats.get("failed", []) if r.when == "call"),
+                     key=lambda r: r.duration, reverse=True)[:5]
+    lines += [f"slowest: {r.nodeid} {r.duration:.0f} s" for r in slowest]
+    lines += [f"lake kept after a failure: {lake}" for lake in KEPT_LAKES]
+    terminalreporter.write_sep("=", "sandbox summary")
+    for line in lines:
+        terminalreporter.write_line(line)
+    path = Path(config.getoption("--sandbox-summary"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")

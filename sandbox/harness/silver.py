@@ -1,0 +1,286 @@
+"""The silver tables as two independent readers see them: Spark's Hudi datasource and hudi-rs (the Rust
+implementation of Hudi, `hudi` on PyPI).
+
+Both give a table as {primary key: row}, the row in the compared columns and Python types; a soft-deleted key maps
+to None. The oracle compares each reader with the expected state, and the two readers with each other.
+
+Each read is also available as Arrow record batches (`*_batches`), what both readers produce natively: the oracle
+compares large tables as sorted Arrow columns (`live_table`) and turns a read into Python rows only to describe a
+mismatch, which is several times faster than building a dictionary of every row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sandbox.harness.timeline import Commit
+from sandbox.sources.normalize import normalize_column, row_normalizer
+from spark_jobs import queries
+from tickit_data.ddl import MYSQL
+from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table
+
+Rows = dict[tuple, "tuple | None"]
+META_COLUMNS = ("__deleted", "_hoodie_commit_time", "__op")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What is compared of a table: its columns (the schema's plus any added while the test ran) and its key."""
+
+    table: Table
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+    @property
+    def columns(self) -> list[str]:
+        return self.table.column_names
+
+    def key_of(self, row: tuple) -> tuple:
+        return tuple(row[self.columns.index(k)] for k in self.table.primary_key)
+
+    def normalize(self, values) -> tuple:
+        """One row as the source's Python types (`sandbox.sources.normalize`)."""
+        return row_normalizer(self.table)(values)
+
+    def from_journal(self, values: dict) -> tuple:
+        """A row the mutation journal recorded (JSON: decimals, dates and times as text) in the compared columns."""
+        typed = []
+        for column in self.table.columns:
+            value = values.get(column.name)
+            if isinstance(value, str) and column.type == DECIMAL:
+                value = Decimal(value)
+            elif isinstance(value, str) and column.type == DATE:
+                value = dt.date.fromisoformat(value[:10])
+            elif isinstance(value, str) and column.type == TIMESTAMP:
+                value = dt.datetime.fromisoformat(value)
+            typed.append(value)
+        return self.normalize(typed)
+
+    def rows(self, records, normalized: bool = False) -> Rows:
+        """(compared columns..., __deleted, _hoodie_commit_time) records -> {key: row or None}, the latest commit
+        winning when a reader returns a key more than once."""
+        latest: dict[tuple, tuple[str, tuple | None]] = {}
+        width = len(self.columns)
+        for record in records:
+            row = tuple(record[:width]) if normalized else self.normalize(record[:width])
+            deleted, commit_time = record[width], record[width + 1]
+            key = self.key_of(row)
+            if key not in latest or commit_time > latest[key][0]:
+                latest[key] = (commit_time, None if deleted == "true" else row)
+        return {key: row for key, (_, row) in latest.items()}
+
+
+class SilverReader:
+    """What both readers share: each view as {key: row} dictionaries, from the reader's Arrow batches."""
+
+    def snapshot(self, shape: Shape) -> Rows:
+        return arrow_rows(shape, self.snapshot_batches(shape))
+
+    def as_of(self, shape: Shape, commit: Commit) -> Rows:
+        return arrow_rows(shape, self.as_of_batches(shape, commit))
+
+    def changes(self, shape: Shape, after: Commit, until: Commit) -> Rows:
+        return arrow_rows(shape, self.changes_batches(shape, after, until))
+
+
+class SparkSilver(SilverReader):
+    """Silver through Spark (the reader the job's users query with)."""
+
+    name = "spark"
+
+    def __init__(self, spark, config):
+        self.spark, self.config = spark, config
+
+    def snapshot_batches(self, shape: Shape) -> list:
+        return self._batches(shape, queries.snapshot(self.spark, self.config.silver_path(shape.name)))
+
+    def as_of_batches(self, shape: Shape, commit: Commit) -> list:
+        frame = queries.time_travel(self.spark, self.config.silver_path(shape.name), commit.instant)
+        return self._batches(shape, frame)
+
+    def changes_batches(self, shape: Shape, after: Commit, until: Commit) -> list:
+        frame = queries.incremental(self.spark, self.config.silver_path(shape.name), after.completed, until.completed)
+        return self._batches(shape, frame)
+
+    def _batches(self, shape: Shape, frame) -> list:
+        present = set(frame.columns)
+        columns = [f"`{c}`" if c in present else f"NULL AS `{c}`" for c in [*shape.columns, *META_COLUMNS]]
+        # Collected as Arrow batches (what toPandas uses, without pandas): several times faster than Row objects
+        # for the large tables.
+        return frame.selectExpr(*columns)._collect_as_arrow()
+
+
+class RustSilver(SilverReader):
+    """Silver through hudi-rs: no JVM, no Spark, an implementation of the table format of its own."""
+
+    name = "hudi-rs"
+
+    def __init__(self, config):
+        self.config = config
+        self.storage = {"aws_access_key_id": config.s3_access_key or "", "aws_secret_access_key":
+                        config.s3_secret_key or "", "aws_region": "us-east-1"}
+        if config.s3_endpoint:
+            self.storage |= {"aws_endpoint_url": config.s3_endpoint, "aws_allow_http": "true"}
+
+    def _table(self, shape: Shape):
+        from hudi import HudiTableBuilder
+
+        uri = urlparse(self.config.silver_path(shape.name))
+        base = f"s3://{uri.netloc}{uri.path}" if uri.scheme in ("s3a", "s3n") else uri.geturl()
+        return HudiTableBuilder.from_base_uri(base).with_storage_options(self.storage).build()
+
+    def snapshot_batches(self, shape: Shape) -> list:
+        return self._table(shape).read()
+
+    def as_of_batches(self, shape: Shape, commit: Commit) -> list:
+        from hudi import HudiReadOptions
+
+        return self._table(shape).read(HudiReadOptions().with_as_of_timestamp(commit.instant))
+
+    def changes_batches(self, shape: Shape, after: Commit, until: Commit) -> list:
+        """hudi-rs selects the commits whose completion time lies in (start, end]."""
+        from hudi import HudiQueryType, HudiReadOptions
+
+        options = HudiReadOptions().with_query_type(HudiQueryType.Incremental) \
+            .with_start_timestamp(after.completed).with_end_timestamp(until.completed)
+        return self._table(shape).read(options)
+
+
+def arrow_rows(shape: Shape, batches) -> Rows:
+    """Arrow record batches holding (some of) the compared columns and the meta columns -> {key: row or None}."""
+    if not batches:
+        return {}
+    table = pa.Table.from_batches(batches)
+    columns = [_values(shape, table, name) for name in [*shape.columns, *META_COLUMNS]]
+    return shape.rows(zip(*columns), normalized=True)
+
+
+def _values(shape: Shape, table: pa.Table, name: str) -> list:
+    """One column as the source's Python types (what `Shape.normalize` does row by row, a column at a time)."""
+    if name not in table.column_names:
+        return [None] * table.num_rows
+    column = table.column(name)
+    if pa.types.is_timestamp(column.type) and column.type.tz:
+        column = column.cast(pa.timestamp(column.type.unit))  # the same instants, as naive UTC
+    values = column.to_pylist()
+    return normalize_column(shape.table.column(name), values) if name in shape.columns else values
+
+
+def arrow_type(column: Column, dialect: str) -> pa.DataType:
+    """The type a silver column must have, as both readers give it: what Debezium's Avro and the job make of the
+    source type. Avro has no 16-bit integer, so smallint arrives as int; MySQL's boolean is tinyint(1), captured as
+    an integer; times are UTC microseconds."""
+    if column.type in (INT, SMALLINT):
+        return pa.int32()
+    if column.type == STR:
+        return pa.string()
+    if column.type == DECIMAL:
+        return pa.decimal128(column.precision, column.scale)
+    if column.type == DATE:
+        return pa.date32()
+    if column.type == TIMESTAMP:
+        return pa.timestamp("us", tz="UTC")
+    return pa.int32() if dialect == MYSQL else pa.bool_()
+
+
+def wrong_types(shape: Shape, schema: pa.Schema, dialect: str) -> list[str]:
+    """One line per compared column whose type in a read is not `arrow_type`'s. A column the read does not have (or
+    has only as NULLs of no type, e.g. time travel to before it was added) is left to the value comparison."""
+    lines = []
+    for column in shape.table.columns:
+        if column.name not in schema.names or pa.types.is_null(schema.field(column.name).type):
+            continue
+        expected, actual = arrow_type(column, dialect), schema.field(column.name).type
+        if actual != expected:
+            lines.append(f"  column {column.name} ({column.original_sql_type} in the source): expected {expected}, "
+                         f"actual {actual}")
+    return lines
+
+
+def duplicate_keys(shape: Shape, batches) -> dict[tuple, list[str]]:
+    """The keys a read holds more than once, each with the commit times of its copies (an upsert written as an
+    insert, a record key that is not the source key, a replay into a second file group)."""
+    table = pa.Table.from_batches(batches) if batches else None
+    keys = list(shape.table.primary_key)
+    if table is None or table.num_rows == 0 or any(k not in table.column_names for k in keys):
+        return {}
+    if len(keys) == 1 and pc.count_distinct(table.column(keys[0])).as_py() == table.num_rows:
+        return {}
+    if "_hoodie_commit_time" not in table.column_names:
+        table = table.append_column("_hoodie_commit_time", pa.nulls(table.num_rows, pa.string()))
+    grouped = table.select([*keys, "_hoodie_commit_time"]).group_by(keys).aggregate(
+        [("_hoodie_commit_time", "list")]).to_pylist()
+    return {tuple(g[k] for k in keys): sorted(g["_hoodie_commit_time_list"], key=str)
+            for g in grouped if len(g["_hoodie_commit_time_list"]) > 1}
+
+
+def deleted_rows(shape: Shape, batches) -> dict[tuple, tuple[tuple, str | None]]:
+    """The soft-deleted rows of a read (`__deleted='true'`): {key: (row in the compared columns, `__op`)}."""
+    table = pa.Table.from_batches(batches) if batches else None
+    if table is None or "__deleted" not in table.column_names:
+        return {}
+    table = table.filter(pc.fill_null(pc.equal(table.column("__deleted"), "true"), False))
+    columns = [_values(shape, table, name) for name in [*shape.columns, "__op"]]
+    width = len(shape.columns)
+    return {shape.key_of(record[:width]): (tuple(record[:width]), record[width]) for record in zip(*columns)}
+
+
+class NotComparableAsArrow(Exception):
+    """A read the Arrow comparison cannot decide (a column type it does not normalize, a key held twice): the
+    caller compares Python rows instead."""
+
+
+def live_table(shape: Shape, batches) -> pa.Table:
+    """The live rows of a read in the compared columns, normalized as `Shape.normalize` does and sorted by key.
+    Raises NotComparableAsArrow where only the row-by-row comparison can decide."""
+    table = pa.Table.from_batches(batches) if batches else None
+    if table is None or table.num_rows == 0:
+        raise NotComparableAsArrow("empty read")
+    keys = list(shape.table.primary_key)
+    if any(k not in table.column_names for k in keys):
+        raise NotComparableAsArrow("key column missing")
+    if len(keys) != 1 or pc.count_distinct(table.column(keys[0])).as_py() != table.num_rows:
+        raise NotComparableAsArrow("a key held more than once: which version is current is decided row by row")
+    if "__deleted" in table.column_names:
+        table = table.filter(pc.fill_null(pc.not_equal(table.column("__deleted"), "true"), True))
+    columns = [_normalized_column(shape, table, name) for name in shape.columns]
+    live = pa.table(columns, names=shape.columns)
+    return live.take(pc.sort_indices(live, [(k, "ascending") for k in keys]))
+
+
+def _normalized_column(shape: Shape, table: pa.Table, name: str) -> pa.ChunkedArray:
+    if name not in table.column_names:
+        raise NotComparableAsArrow(f"column {name} missing")
+    column = table.column(name)
+    if pa.types.is_timestamp(column.type) and column.type.tz:
+        return column.cast(pa.timestamp(column.type.unit))
+    spec = shape.table.column(name)
+    if spec.type == BOOL:
+        if pa.types.is_boolean(column.type):
+            return column
+        if pa.types.is_integer(column.type):
+            return pc.not_equal(column, 0)
+        raise NotComparableAsArrow(f"column {name} of type {column.type}")
+    if spec.fixed_length:
+        return pc.utf8_rtrim(column, characters=" ")
+    return column
+
+
+def expected_table(shape: Shape, state: Rows, schema: pa.Schema) -> pa.Table:
+    """The live rows of an expected state as an Arrow table of `schema` (a reader's), sorted by key. Raises
+    NotComparableAsArrow when a value does not fit the reader's type (the row-by-row comparison then reports it)."""
+    rows = [state[key] for key in sorted(k for k, row in state.items() if row is not None)]
+    values = list(zip(*rows)) if rows else [()] * len(shape.columns)
+    try:
+        return pa.table([pa.array(list(column), type=field.type) for column, field in zip(values, schema)],
+                        schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+        raise NotComparableAsArrow(str(exc)) from exc

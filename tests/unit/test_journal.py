@@ -1,0 +1,55 @@
+"""The journal hands new entries to a reader in the writing process from memory; the file stays the audit log."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from sandbox.sources.mutations import Change, Journal
+
+
+def change(seq: int, **values) -> Change:
+    return Change(seq=seq, kind="update", table="sale", topic="tickit.ecomm.sale", key={"salesid": seq},
+                  values=values or {"pricepaid": Decimal("12.50"), "saletime": dt.datetime(2008, 2, 18, 2, 36, 48)})
+
+
+def test_entries_come_from_memory_as_journaled(tmp_path, monkeypatch):
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.append(change(journal.next_seq()))
+    reads = []
+    monkeypatch.setattr(journal, "entries", lambda: reads.append(1) or [])
+    journal.append(change(journal.next_seq()))
+    journal.append(change(journal.next_seq()))
+    assert [c.seq for c in journal.since(2)] == [2, 3] and journal.next_seq() == 4
+    assert journal.since(1)[0].values == {"pricepaid": "12.50", "saletime": "2008-02-18T02:36:48"}, \
+        "the same JSON types as a reader of the file gets"
+    assert not reads, "the file is not read again"
+
+
+def test_what_another_writer_appends_is_read_from_where_this_one_stopped(tmp_path):
+    mine, theirs = Journal(tmp_path / "journal.jsonl"), Journal(tmp_path / "journal.jsonl")
+    mine.append(change(mine.next_seq()))
+    theirs.append(change(theirs.next_seq()))
+    mine.append(change(mine.next_seq()))
+    assert [c.seq for c in mine.since(1)] == [1, 2, 3]
+    assert [c.seq for c in theirs.since(1)] == [1, 2, 3]
+    assert [c.seq for c in Journal(tmp_path / "journal.jsonl").entries()] == [1, 2, 3]
+
+
+def test_a_later_reader_goes_on_from_the_file_and_sees_older_entries_there(tmp_path):
+    first = Journal(tmp_path / "journal.jsonl")
+    for _ in range(3):
+        first.append(change(first.next_seq()))
+    later = Journal(tmp_path / "journal.jsonl")
+    assert later.next_seq() == 4 and later.since(4) == []
+    assert [c.seq for c in later.since(2)] == [2, 3], "entries before it first looked come from the file"
+
+
+def test_a_replaced_file_starts_over(tmp_path):
+    journal = Journal(tmp_path / "journal.jsonl")
+    for _ in range(3):
+        journal.append(change(journal.next_seq()))
+    (tmp_path / "journal.jsonl").unlink()  # `sandbox reset`
+    assert journal.next_seq() == 1
+    journal.append(change(1))
+    assert [c.seq for c in journal.since(1)] == [1]

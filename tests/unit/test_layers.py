@@ -1,0 +1,79 @@
+"""The package's layers import one way: core <- stack <- sources <- harness <- bench and the CLI; no module cycle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from sandbox.config import PROJECT_ROOT
+
+LAYERS = {"core": 0, "stack": 1, "sources": 2, "harness": 3, "bench": 4, "cli": 4}
+CORE = {"sandbox", "sandbox.config", "sandbox.errors", "sandbox.wait"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PROJECT_ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(module: str) -> str:
+    if module in CORE:
+        return "core"
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or parts[1] in LAYERS else "cli"
+
+
+def sandbox_imports(path: Path, known: set[str]) -> set[str]:
+    """Every module of the package this file imports, also inside functions."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("sandbox")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sandbox"):
+            submodules = {f"{node.module}.{alias.name}" for alias in node.names} & known
+            found |= submodules or {node.module}
+    return {name for name in found if name in known}
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    files = {module_name(path): path for path in (PROJECT_ROOT / "sandbox").rglob("*.py")
+             if "s3_journal" not in path.parts}  # LocalStack's hook runs inside LocalStack, not the package
+    return {name: sandbox_imports(path, set(files)) - {name} for name, path in files.items()}
+
+
+def test_each_module_imports_only_its_own_layer_and_those_below(graph):
+    upward = [f"{module} ({layer(module)}) imports {target} ({layer(target)})"
+              for module, targets in graph.items() for target in targets
+              if LAYERS.get(layer(target), 0) > LAYERS.get(layer(module), 0)]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_cycle(graph):
+    def cycle_from(start: str) -> list[str] | None:
+        stack, path = [(start, iter(sorted(graph[start])))], [start]
+        while stack:
+            _, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                path.pop()
+            elif child == start:
+                return path + [start]
+            elif child not in path:
+                stack.append((child, iter(sorted(graph[child]))))
+                path.append(child)
+        return None
+
+    cycles = [cycle for module in sorted(graph) if (cycle := cycle_from(module))]
+    assert not cycles, " -> ".join(cycles[0])
+
+
+def test_the_job_and_the_schema_stand_alone():
+    """The Spark job runs under spark-submit without the harness; TICKIT's schema is plain data."""
+    for package in ("spark_jobs", "tickit_data"):
+        for path in (PROJECT_ROOT / package).rglob("*.py"):
+            text = path.read_text()
+            assert "import sandbox" not in text and "from sandbox" not in text, path

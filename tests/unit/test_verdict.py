@@ -1,0 +1,101 @@
+"""The oracle's verdict on one read, without services: the reads are Arrow batches as Spark and hudi-rs give them.
+Each plausible bug of a job (a row lost, a key twice, a wrong type, readers that disagree, a delete dropped, a row
+rewritten with other values) fails, and only what the source allows passes."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from sandbox.harness.silver import Shape, arrow_type
+from sandbox.harness.verdict import DuplicateKeys, Expectation, OracleMismatch, WrongTypes, judge
+from tickit_data.ddl import POSTGRES
+from tickit_data.schema import get_table
+
+CATEGORY = Shape(get_table("category"))
+ROWS = {(1,): (1, "Sports", "MLB", "Major League Baseball"), (2,): (2, "Shows", "Opera", "All opera")}
+WHERE = "silver category, snapshot:\n"
+
+
+def read(rows: list[tuple], deleted: list[str] | None = None, commits: list[str] | None = None,
+         ops: list[str] | None = None, catid_type: pa.DataType | None = None) -> list:
+    """A reader's batches: the compared columns in the types the job must write, and the meta columns."""
+    n = len(rows)
+    columns = list(zip(*rows)) if rows else [[] for _ in CATEGORY.columns]
+    types = [arrow_type(c, POSTGRES) for c in CATEGORY.table.columns]
+    if catid_type is not None:
+        types[0] = catid_type
+    arrays = [pa.array(list(values), kind) for values, kind in zip(columns, types)]
+    arrays += [pa.array(deleted or ["false"] * n, pa.string()), pa.array(commits or ["c1"] * n, pa.string()),
+               pa.array(ops or ["u"] * n, pa.string())]
+    return pa.table(arrays, names=[*CATEGORY.columns, "__deleted", "_hoodie_commit_time", "__op"]).to_batches()
+
+
+def both(batches) -> dict:
+    return {"spark": batches, "hudi-rs": batches}
+
+
+def snapshot(rows=ROWS, **options) -> Expectation:
+    return Expectation(CATEGORY, rows, POSTGRES, live_keys=set(rows), **options)
+
+
+def test_a_read_that_holds_the_source_passes():
+    judge(WHERE, snapshot(), both(read(list(ROWS.values()))))
+
+
+def test_a_lost_row_is_named_by_its_key():
+    with pytest.raises(OracleMismatch, match=r"key catid=2: expected row .*, actual no row"):
+        judge(WHERE, snapshot(), both(read([ROWS[1,]])))
+
+
+def test_a_stale_value_is_named_by_its_column():
+    stale = (2, "Shows", "Opera", "old text")
+    with pytest.raises(OracleMismatch, match="key catid=2: column catdesc: expected 'All opera', actual 'old text'"):
+        judge(WHERE, snapshot(), both(read([ROWS[1,], stale])))
+
+
+def test_a_key_held_twice_fails_even_with_equal_values():
+    twice = read([*ROWS.values(), ROWS[2,]], commits=["c1", "c1", "c2"])
+    with pytest.raises(DuplicateKeys, match="key catid=2 held 2 times, by commits c1, c2"):
+        judge(WHERE, snapshot(), both(twice))
+
+
+def test_a_widened_column_fails_even_with_equal_values():
+    with pytest.raises(WrongTypes, match="column catid .*expected int32, actual int64"):
+        judge(WHERE, snapshot(), both(read(list(ROWS.values()), catid_type=pa.int64())))
+
+
+def test_readers_that_disagree_fail_however_each_compares():
+    with pytest.raises(OracleMismatch, match="spark and hudi-rs disagree"):
+        judge(WHERE, snapshot(), {"spark": read(list(ROWS.values())), "hudi-rs": read([ROWS[1,]])})
+
+
+def test_a_delete_must_leave_a_soft_deleted_row_with_the_values_it_carried():
+    gone = (3, "Concerts", "Pop", "All pop")
+    expected = snapshot(deleted={(3,): gone})
+    judge(WHERE, expected, both(read([*ROWS.values(), gone], deleted=["false", "false", "true"], ops=["u", "u", "d"])))
+    with pytest.raises(OracleMismatch, match="key catid=3: no soft-deleted row"):
+        judge(WHERE, expected, both(read(list(ROWS.values()))))
+
+
+def test_with_hard_deletes_a_soft_deleted_row_fails():
+    gone = (3, "Concerts", "Pop", "All pop")
+    with pytest.raises(OracleMismatch, match="with hard deletes a deleted key must be absent"):
+        judge(WHERE, snapshot(hard_deletes=True),
+              both(read([*ROWS.values(), gone], deleted=["false", "false", "true"], ops=["u", "u", "d"])))
+
+
+def test_a_range_of_changes_may_hold_a_redelivered_key_only_as_it_was():
+    changed = {(2,): ROWS[2,]}
+    expected = Expectation(CATEGORY, changed, POSTGRES, live_keys=set(ROWS), live_only=False,
+                           unchanged={(1,): ROWS[1,]})
+    judge(WHERE, expected, both(read([ROWS[1,], ROWS[2,]])))
+    rewritten = (1, "Sports", "MLB", "a value the source never had")
+    with pytest.raises(OracleMismatch, match="key catid=1: expected no row"):
+        judge(WHERE, expected, both(read([rewritten, ROWS[2,]])))
+
+
+def test_an_empty_table_that_should_be_empty_passes_and_one_that_should_not_fails():
+    judge(WHERE, snapshot(rows={}), both(read([])))
+    with pytest.raises(OracleMismatch, match="expected row"):
+        judge(WHERE, snapshot(), both(read([])))
