@@ -33,8 +33,7 @@ from sandbox.stack.credentials import ensure_credentials, login
 from sandbox.stack.services import bucket_snapshot
 from sandbox.stack.services.base import ServiceStatus
 from sandbox.stack.services.localstack import LocalStack
-from sandbox.stack.services.mariadb import SQL_DIR as MYSQL_SQL_DIR
-from sandbox.stack.services.mariadb import split_statements
+from sandbox.stack.services.mariadb import create_database_and_fixtures
 from sandbox.stack.services.postgres import Postgres
 from sandbox.wait import wait_until
 
@@ -173,10 +172,7 @@ def prepare_services(settings: Settings, report) -> None:
 def _prepare_mysql(settings: Settings) -> None:
     """The container's init script made the logins and the database; the probe table comes from the fixtures."""
     with databases.connection(settings, "mysql") as conn, conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{settings.topology.sources['mysql'].database}`")
-        for script in sorted(MYSQL_SQL_DIR.glob("*.sql")):
-            for statement in split_statements(script.read_text()):
-                cur.execute(statement)
+        create_database_and_fixtures(cur, settings.topology.sources["mysql"].database)
 
 
 def _prepare_localstack(settings: Settings) -> None:

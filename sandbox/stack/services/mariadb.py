@@ -144,10 +144,7 @@ class MariaDB(NativeService):
             if not self.external:
                 self._lock_down_accounts(cur)
                 self._ensure_users(cur)
-            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{self.database}`")
-            for script in sorted(SQL_DIR.glob("*.sql")):
-                for statement in split_statements(script.read_text()):
-                    cur.execute(statement)
+            create_database_and_fixtures(cur, self.database)
 
     def _lock_down_accounts(self, cur) -> None:
         """What an older sandbox's data directory still has: password-less root over TCP, anonymous accounts."""
@@ -168,6 +165,14 @@ class MariaDB(NativeService):
             cur.execute("ALTER USER %s@'%%' IDENTIFIED BY %s", (who.user, who.password))
         cur.execute("GRANT ALL PRIVILEGES ON *.* TO %s@'%%' WITH GRANT OPTION", (admin.user,))
         cur.execute(f"GRANT {CAPTURE_GRANTS} ON *.* TO %s@'%%'", (dbz.user,))
+
+
+def create_database_and_fixtures(cur, database: str) -> None:
+    """The source database and the fixtures' tables (the probe table), on any MariaDB or MySQL."""
+    cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+    for script in sorted(SQL_DIR.glob("*.sql")):
+        for statement in split_statements(script.read_text()):
+            cur.execute(statement)
 
 
 def socket_dir(state_dir: Path) -> Path:
