@@ -5,6 +5,25 @@ from __future__ import annotations
 import json
 
 
+# Dates and times that Debezium carries as plain Avro numbers, by Connect semantic name: what the number counts from
+# 1970-01-01. The harness (`sandbox/sources/changes.py`) and the job (`decode.with_source_types`) both convert from
+# this table; a field that the Avro reader already gives as a date or time (an Avro logical type) is left as it is.
+EPOCH_UNITS = {
+    "io.debezium.time.Date": "days",
+    "org.apache.kafka.connect.data.Date": "days",
+    "io.debezium.time.Timestamp": "millis",
+    "org.apache.kafka.connect.data.Timestamp": "millis",
+    "io.debezium.time.MicroTimestamp": "micros",
+    "io.debezium.time.NanoTimestamp": "nanos",
+}
+
+
+def epoch_fields(schema_json: str) -> dict[str, str]:
+    """Field name -> the unit of its number (`EPOCH_UNITS`), for the dates and times of a value schema."""
+    return {name: EPOCH_UNITS[semantic] for name, semantic in semantic_types(schema_json).items()
+            if semantic in EPOCH_UNITS}
+
+
 def semantic_types(schema_json: str) -> dict[str, str]:
     """Field name -> Connect semantic name (`connect.name`, e.g. `io.debezium.time.MicroTimestamp`), where set."""
     found = {}

@@ -14,9 +14,10 @@ from functools import reduce
 
 import requests
 from pyspark.sql import Column, DataFrame, functions as F
+from pyspark.sql.types import IntegerType, LongType
 from pyspark.sql.avro.functions import from_avro
 
-from spark_jobs.avro_schema import semantic_types
+from spark_jobs.avro_schema import epoch_fields
 from spark_jobs.job_config import TableSpec
 
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]
@@ -142,16 +143,23 @@ def _quarantined(rows: DataFrame, reason: str) -> DataFrame:
 
 
 def with_source_types(rows: DataFrame, schema_json: str) -> DataFrame:
-    """Turn Debezium's semantic types (carried as Avro longs and ints) back into timestamps and dates."""
-    for name, semantic in semantic_types(schema_json).items():
-        column = F.col(f"`{name}`")
-        if semantic == "io.debezium.time.MicroTimestamp":
-            rows = rows.withColumn(name, F.expr(f"timestamp_micros(`{name}`)"))
-        elif semantic in ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"):
-            rows = rows.withColumn(name, F.expr(f"timestamp_millis(`{name}`)"))
-        elif semantic == "io.debezium.time.Date":
-            rows = rows.withColumn(name, F.date_add(F.lit("1970-01-01").cast("date"), column))
+    """Turn Debezium's dates and times carried as Avro numbers (`EPOCH_UNITS`) back into dates and timestamps."""
+    numbers = {field.name for field in rows.schema.fields if isinstance(field.dataType, (IntegerType, LongType))}
+    for name, unit in epoch_fields(schema_json).items():
+        if name in numbers:  # else from_avro already gave a date or timestamp (an Avro logical type)
+            rows = rows.withColumn(name, _from_epoch(f"`{name}`", unit))
     return rows
+
+
+def _from_epoch(number: str, unit: str) -> Column:
+    """The SQL expression `number` (a count of `unit`s since 1970-01-01) as a date or timestamp."""
+    if unit == "days":
+        return F.expr(f"date_add(DATE'1970-01-01', CAST({number} AS INT))")
+    if unit == "millis":
+        return F.expr(f"timestamp_millis({number})")
+    if unit == "micros":
+        return F.expr(f"timestamp_micros({number})")
+    return F.expr(f"timestamp_micros(({number} - pmod({number}, 1000)) div 1000)")  # nanos, floored as Python does
 
 
 def source_position(rows: DataFrame, kind: str) -> DataFrame:

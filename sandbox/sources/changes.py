@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from sandbox.errors import SandboxError
 from sandbox.sources.registry import RegistryClient, WireFormatError
-from spark_jobs.avro_schema import semantic_types
+from spark_jobs.avro_schema import epoch_fields
 
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -32,23 +32,22 @@ class ChangeEvent:
     value_schema_id: int | None
 
 
-_CONVERTERS: dict[str, Callable] = {
-    "io.debezium.time.MicroTimestamp": lambda v: EPOCH + dt.timedelta(microseconds=v),
-    "io.debezium.time.Timestamp": lambda v: EPOCH + dt.timedelta(milliseconds=v),
-    "io.debezium.time.NanoTimestamp": lambda v: EPOCH + dt.timedelta(microseconds=v // 1000),
-    "io.debezium.time.Date": lambda v: dt.date(1970, 1, 1) + dt.timedelta(days=v),
-    "org.apache.kafka.connect.data.Date": lambda v: v,
-}
-
-
 def typed_row(event: ChangeEvent, registry: RegistryClient) -> dict:
-    """The event's value with Debezium's semantic types converted to Python values."""
-    semantic = semantic_types(registry.schema_by_global_id(event.value_schema_id))
-    row = {}
-    for name, value in (event.value or {}).items():
-        convert = _CONVERTERS.get(semantic.get(name, ""))
-        row[name] = convert(value) if convert and value is not None else value
-    return row
+    """The event's value with Debezium's dates and times (`EPOCH_UNITS`) as Python dates and datetimes."""
+    units = epoch_fields(registry.schema_by_global_id(event.value_schema_id))
+    return {name: from_epoch(value, units[name]) if name in units else value
+            for name, value in (event.value or {}).items()}
+
+
+def from_epoch(value, unit: str):
+    """A number of `unit`s since 1970-01-01 as a date (days) or a naive UTC datetime; anything else as it is (the Avro
+    reader already gave a date or time)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return value
+    if unit == "days":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=value)
+    microseconds = {"millis": value * 1000, "micros": value, "nanos": value // 1000}[unit]
+    return EPOCH + dt.timedelta(microseconds=microseconds)
 
 
 class ChangeReader:

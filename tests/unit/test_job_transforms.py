@@ -9,16 +9,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from sandbox.sources.changes import from_epoch
+from spark_jobs.avro_schema import epoch_fields
+
 # In a process of its own: PySpark fixes the JVM's classpath at the first session, and the end-to-end suites in this
 # process need one started with the job's jars.
 TRANSFORMS = """
-import json
+import datetime as dt, json, os, sys, time
+os.environ["TZ"] = "UTC"
+time.tzset()
 from pyspark.sql import SparkSession
 from spark_jobs.cdc_hudi_job import latest_per_key
-from spark_jobs.decode import decode
+from spark_jobs.decode import decode, with_source_types
 from spark_jobs.job_config import TableSpec
 
-spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+given = json.load(sys.stdin)
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
+    .config("spark.sql.session.timeZone", "UTC").getOrCreate()
 spec = TableSpec(topic="tickit.ems.category", table="category", key=("catid",), position="lsn")
 changes = spark.createDataFrame(
     [(1, "first", 100, 0), (1, "last", 300, 1), (1, "middle", 200, 2),  # a later change at a lower offset
@@ -37,23 +46,53 @@ batch = spark.createDataFrame(
     "topic string, partition int, offset long, timestamp timestamp, value binary")
 decoded = decode(batch, [spec], NoSchemas(), pairs=[(spec.topic, 77)])
 quarantined = sorted((row.offset, row.reason) for row in decoded.quarantine.collect())
-print(json.dumps({"kept": kept, "quarantined": quarantined, "tables": sorted(decoded.tables)}))
+
+numbers = spark.createDataFrame([[*row, dt.datetime(2008, 2, 18, 2, 36, 48)] for row in given["numbers"]],
+                                "d int, ms long, us long, ns long, ts timestamp")
+typed = [[value.isoformat() for value in row] for row in with_source_types(numbers, given["schema"]).collect()]
+print(json.dumps({"kept": kept, "quarantined": quarantined, "tables": sorted(decoded.tables), "typed": typed}))
 spark.stop()
 """
 
 
+FIELDS = {"d": "io.debezium.time.Date", "ms": "io.debezium.time.Timestamp", "us": "io.debezium.time.MicroTimestamp",
+          "ns": "io.debezium.time.NanoTimestamp", "ts": "org.apache.kafka.connect.data.Timestamp"}
+SCHEMA = json.dumps({"type": "record", "name": "Value", "fields": [
+    {"name": name, "type": ["null", {"type": "int" if name == "d" else "long", "connect.name": semantic}
+                            | ({"logicalType": "timestamp-millis"} if name == "ts" else {})]}
+    for name, semantic in FIELDS.items()]})
+NUMBERS = [[13926, 1203302208123, 1203302208123456, 1203302208123456789],
+           [-1, -1, -1, -1500]]  # before 1970: nanoseconds floor to the microsecond, as Python's // does
+
+
 def run_transforms() -> dict:
     run = subprocess.run([sys.executable, "-c", TRANSFORMS], capture_output=True, text=True,
-                         cwd=Path(__file__).parents[2])
+                         input=json.dumps({"schema": SCHEMA, "numbers": NUMBERS}), cwd=Path(__file__).parents[2])
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def test_in_batch_reduction_and_quarantine():
-    result = run_transforms()
+@pytest.fixture(scope="module")
+def result() -> dict:
+    return run_transforms()
+
+
+def test_in_batch_reduction_and_quarantine(result):
     assert result["kept"] == {"1": "last", "2": "b"}, "highest source position, then highest Kafka offset"
     reasons = dict(result["quarantined"])
     assert sorted(reasons) == [10, 11, 12], "every undecodable message is kept with its offset"
     assert reasons[10].startswith("not Apicurio-framed Avro") and reasons[12].startswith("not Apicurio-framed Avro")
     assert reasons[11] == "schema id 77 is not in the registry"
     assert result["tables"] == [], "nothing decoded, nothing written"
+
+
+def test_the_job_and_the_harness_turn_debeziums_numbers_into_the_same_dates_and_times(result):
+    units = epoch_fields(SCHEMA)
+    assert units == {"d": "days", "ms": "millis", "us": "micros", "ns": "nanos", "ts": "millis"}
+    for numbers, typed in zip(NUMBERS, result["typed"]):
+        harness = [from_epoch(value, units[name]).isoformat() for name, value in zip(FIELDS, numbers)]
+        assert typed[:4] == harness, "the job's Spark and the harness's Python agree"
+        assert typed[4] == "2008-02-18T02:36:48", "a field the Avro reader already typed is left as it is"
+    assert result["typed"][0][:4] == ["2008-02-17", "2008-02-18T02:36:48.123000", "2008-02-18T02:36:48.123456",
+                                      "2008-02-18T02:36:48.123456"]
+    assert result["typed"][1][3] == "1969-12-31T23:59:59.999998"
