@@ -192,14 +192,25 @@ _REGISTERING = threading.Lock()
 
 
 def register(spark: SparkSession, config: JobConfig, table: str) -> None:
-    """Make `SELECT * FROM <catalog_database>.<table>` work in this session's catalog (once per table)."""
-    if not config.catalog_database or (f"{config.catalog_database}.{table}", config.silver_path(table)) in _REGISTERED:
+    """Make `SELECT * FROM <catalog_database>.<table>` read this lake's table in this session's catalog, once per
+    table and lake: a session whose jobs wrote another lake before (the harness's test lakes) has the catalog table
+    pointed here, where `CREATE TABLE IF NOT EXISTS` alone kept the first lake's location."""
+    name, location = f"{config.catalog_database}.`{table}`", config.silver_path(table)
+    if not config.catalog_database or (name, location) in _REGISTERED:
         return
-    with _REGISTERING:  # "IF NOT EXISTS" is checked, then acted on: two jobs of one session must not race on it
+    with _REGISTERING:  # checked, then acted on: two jobs of one session must not race on it
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.catalog_database}")
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {config.catalog_database}.`{table}` USING hudi "
-                  f"LOCATION '{config.silver_path(table)}'")
-    _REGISTERED.add((f"{config.catalog_database}.{table}", config.silver_path(table)))
+        if not spark.catalog.tableExists(name):
+            spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{location}'")
+        elif catalog_location(spark, name).rstrip("/") != location.rstrip("/"):
+            spark.sql(f"ALTER TABLE {name} SET LOCATION '{location}'")  # the catalog entry only: no file moves
+            spark.catalog.refreshTable(name)
+    _REGISTERED.add((name, location))
+
+
+def catalog_location(spark: SparkSession, name: str) -> str:
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    return next((row["data_type"] for row in rows if row["col_name"] == "Location"), "")
 
 
 def write_bronze(batch: DataFrame, config: JobConfig, batch_id: int) -> None:
