@@ -53,7 +53,8 @@ class Expectation:
     hard_deletes: bool = False
 
 
-def judge(where: str, expected: Expectation, reads: dict[str, list], on_rows_built=lambda reader, seconds: None) -> None:
+def judge(where: str, expected: Expectation, reads: dict[str, list],
+          on_rows_built=lambda reader, seconds: None) -> None:
     """Raise `OracleMismatch` (or `DuplicateKeys`, `WrongTypes`) unless each reader's batches hold what is
     expected; `where` begins the message. `on_rows_built(reader, seconds)` is told the time Python rows took."""
     check_keys_and_types(where, expected, reads)

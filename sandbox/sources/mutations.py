@@ -2,8 +2,9 @@
 
 Every mutation runs in its own transaction. Its journal entry records the source position just before the change
 and just after its commit (Postgres WAL LSNs; MariaDB binlog file and offset; SQL Server commit LSNs; see
-`sandbox.sources.positions`), so a test can ask "has the pipeline reached this change" (an event for this key and operation
-whose position lies in that range) and "what must the table look like here" (the source state after the entry).
+`sandbox.sources.positions`), so a test can ask "has the pipeline reached this change" (an event for this key and
+operation whose position lies in that range) and "what must the table look like here" (the source state after the
+entry).
 """
 
 from __future__ import annotations
@@ -109,9 +110,10 @@ class Journal:
         elif size > self._offset:  # another writer appended
             with open(self.path, "rb") as handle:
                 handle.seek(self._offset)
-                tail = handle.read(size - self._offset).decode()
-            self._recent += [Change(**json.loads(line)) for line in tail.splitlines() if line.strip()]
-            self._offset = size
+                tail = handle.read(size - self._offset)
+            complete = tail[:tail.rfind(b"\n") + 1]  # a line still being written is read next time
+            self._recent += [Change(**json.loads(line)) for line in complete.decode().splitlines() if line.strip()]
+            self._offset += len(complete)
 
 
 def _json_value(value):

@@ -53,3 +53,17 @@ def test_a_replaced_file_starts_over(tmp_path):
     assert journal.next_seq() == 1
     journal.append(change(1))
     assert [c.seq for c in journal.since(1)] == [1]
+
+
+def test_a_line_another_writer_has_not_finished_is_read_once_it_is_whole(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    reader, writer = Journal(path), Journal(path)
+    writer.append(change(writer.next_seq()))
+    assert reader.next_seq() == 2
+    line = path.read_text().replace('"seq": 1', '"seq": 2')
+    with path.open("a") as handle:  # the first half of a second writer's line
+        handle.write(line[:20])
+    assert reader.since(2) == [] and reader.next_seq() == 2
+    with path.open("a") as handle:
+        handle.write(line[20:])
+    assert [c.seq for c in reader.since(2)] == [2]
