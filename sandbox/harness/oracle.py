@@ -377,7 +377,7 @@ class Oracle:
             elif what.startswith("snapshot"):
                 self.stats.snapshots += 1
         expectation = Expectation(entry.shape, expected, self.mutator.placement(entry.table).dialect,
-                                  deleted=entry.deleted, live_keys=set(entry.state), live_only=live_only,
+                                  deleted=entry.deleted, live_keys=entry.state.keys(), live_only=live_only,
                                   unchanged=unchanged or {}, hard_deletes=self.pipeline.config.hard_deletes)
         judge(self._where(what, entry), expectation, batches_by_reader,
               on_rows_built=lambda name, seconds: self._count_read(name, seconds, 0))

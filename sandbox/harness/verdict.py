@@ -10,6 +10,7 @@ Arrow columns first and built as Python rows only when that cannot decide or fin
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from sandbox.harness.silver import (
@@ -47,7 +48,7 @@ class Expectation:
     rows: Rows  # the live rows by key; with `live_only` False also deleted keys, as None
     dialect: str  # of the source engine: the column types follow from it
     deleted: dict[tuple, tuple] = field(default_factory=dict)  # soft-deleted keys the oracle saw deleted: last values
-    live_keys: set[tuple] = field(default_factory=set)  # keys the source holds now
+    live_keys: Collection[tuple] = ()  # keys the source holds now
     live_only: bool = True  # a snapshot (live rows only), or a range of changes (deleted rows too)
     unchanged: Rows = field(default_factory=dict)  # re-delivered keys the read may hold besides `rows`, as they are
     hard_deletes: bool = False
