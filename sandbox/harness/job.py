@@ -23,7 +23,7 @@ JOB_FILE = PROJECT_ROOT / "spark_jobs" / "cdc_hudi_job.py"
 POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog", "sqlserver": "sqlserver"}
 # A copy-on-write upsert rewrites each file group it touches whole: for TICKIT's large tables, one group per table
 # made a single-row upsert of `sale` (172k rows) take 2.7 s, four take 1.5 s (README, "The job's settings").
-TABLE_BUCKETS = {"listing": 4, "sale": 4, "user": 2}
+TABLE_BUCKETS = {"listing": 8, "sale": 8, "user": 4}
 
 
 def job_config(settings: Settings, lake: str | None = None, only: list[str] | None = None, **options) -> JobConfig:
