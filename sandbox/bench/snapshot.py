@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
+from sandbox.sources.changes import close_soon
 from sandbox.stack.connectors import ConnectClient, connector_config, connector_states, failure_trace
 from sandbox.stack.credentials import login
 from sandbox.stack.databases import connection, placements
@@ -88,7 +89,7 @@ def _messages_in(settings: Settings, topics: list[str]) -> int:
                     total += high - low
         return total
     finally:
-        consumer.close()
+        close_soon(consumer)
 
 
 def clean_up(settings: Settings) -> None:

@@ -25,6 +25,7 @@ from sandbox.config import Settings
 from sandbox.harness import job
 from sandbox.harness.checkpoint import committed_offsets, delete_prefix, object_keys, split_uri
 from sandbox.harness.pipeline import Pipeline
+from sandbox.sources.changes import close_soon
 from sandbox.stack.services.localstack import s3_client
 from spark_jobs.cdc_hudi_job import written_with_buckets
 from spark_jobs.decode import POSITION_LAYOUT
@@ -144,7 +145,7 @@ def from_earliest_where_unread(settings: Settings, offsets: dict[str, dict[str, 
             complete[topic] = {str(p): known.get(str(p), EARLIEST) for p in sorted(partitions)}
         return complete
     finally:
-        consumer.close()
+        close_soon(consumer)
 
 
 def topic_lag(settings: Settings, offsets: dict[str, dict[str, int]], topics: list[str]) -> int | None:
@@ -169,4 +170,4 @@ def topic_lag(settings: Settings, offsets: dict[str, dict[str, int]], topics: li
                         return None
         return lag
     finally:
-        consumer.close()
+        close_soon(consumer)

@@ -8,6 +8,7 @@ compared with the source row exactly.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -87,7 +88,7 @@ class ChangeReader:
             TopicPartition(self.topic, p), timeout=10)[1]) for p in metadata.partitions]
 
     def close(self) -> None:
-        self._consumer.close()
+        close_soon(self._consumer)
 
     def __enter__(self) -> "ChangeReader":
         return self
@@ -150,6 +151,13 @@ class ChangeReader:
                            key[1] if key else None, value[1] if value else None, value[0] if value else None)
 
 
+def close_soon(consumer: Consumer) -> None:
+    """Close a consumer without waiting for it. librdkafka's close can wait a second on the group coordinator's
+    lookup even for a consumer that never joined its group (one close in four, measured), and nothing here reads
+    the group's state."""
+    threading.Thread(target=consumer.close, name="kafka-consumer-close").start()
+
+
 def end_offsets(bootstrap: str, topics: list[str]) -> dict[str, dict[int, int]]:
     """{topic: {partition: end offset}} now; a topic that does not exist yet is left out."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sandbox-offsets-{uuid.uuid4()}",
@@ -160,4 +168,4 @@ def end_offsets(bootstrap: str, topics: list[str]) -> dict[str, dict[int, int]]:
                         for p in found[topic].partitions}
                 for topic in topics if topic in found and found[topic].partitions}
     finally:
-        consumer.close()
+        close_soon(consumer)

@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 from kafka.partitioner.default import murmur2
 
 from sandbox.errors import SandboxError
-from sandbox.sources.changes import end_offsets
+from sandbox.sources.changes import close_soon, end_offsets
 from sandbox.sources.registry import RegistryClient
 from sandbox.stack.connectors import ConnectClient
 from sandbox.wait import wait_until
@@ -76,7 +76,7 @@ def key_places(bootstrap: str, registry: RegistryClient, topic: str) -> tuple[in
             if message.offset() + 1 >= remaining.get(message.partition(), 0):
                 remaining.pop(message.partition(), None)
     finally:
-        consumer.close()
+        close_soon(consumer)
     return len(ends), [KeyPlace(registry.decode(raw)[1], raw, partition, offset)
                        for raw, (partition, offset, tombstone) in last.items()
                        if not tombstone and partition == partition_for(raw, len(ends))]

@@ -9,8 +9,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from sandbox.harness.verdict import equal_as_arrow
 from sandbox.harness.silver import NotComparableAsArrow, Shape, arrow_rows, live_table
+from sandbox.harness.verdict import equal_as_arrow
 from tickit_data.schema import get_table
 
 DATE = Shape(get_table("date"))
