@@ -22,7 +22,8 @@ from tickit_data import get_table
 JOB_FILE = PROJECT_ROOT / "spark_jobs" / "cdc_hudi_job.py"
 POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog", "sqlserver": "sqlserver"}
 # A copy-on-write upsert rewrites each file group it touches whole: for TICKIT's large tables, one group per table
-# made a single-row upsert of `sale` (172k rows) take 2.7 s, four take 1.5 s (README, "The job's settings").
+# made a single-row upsert of `sale` (172k rows) take 2.7 s, four 1.5 s; eight cut a seven-table batch by about
+# 1.5 s more, sixteen slowed the backlog and the reads (README, "The job's settings").
 TABLE_BUCKETS = {"listing": 8, "sale": 8, "user": 4}
 
 
