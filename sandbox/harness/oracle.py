@@ -3,14 +3,17 @@
 A round is everything the mutation journal recorded since the previous round. The oracle waits until the pipeline
 has committed each touched table up to the source position of the round's last change (it finds that change's
 event in Kafka first: a job whose checkpoint passes the event without silver reaching the position fails the round
-at once), reads the changed keys back from the source, and records the expected state for that commit. It then asserts exact typed equality of
-  - the latest silver snapshot with the expected state (which is the source table's state),
-  - an incremental read from the previous recorded commit to this one with the rows changed in between,
-each through Spark and through hudi-rs, and the two readers with each other. `verify_history()` (which the
-fixtures and scenarios run at the end of every test) checks time travel to every recorded commit with the state
-recorded for it, repeats the incremental checks, and compares the latest snapshot with a full read of the source.
-Time travel is checked there rather than in the round: at the round the commit is the latest, so the read would
-equal the snapshot just checked; later, with newer commits on top, it tests that the old version is still there.
+at once), reads the changed keys back from the source, and records the expected state for that commit. The round
+then asserts exact typed equality of
+  - the incremental read from the previous recorded commit to this one with the rows changed in between, through
+    Spark and through hudi-rs, and the two readers with each other,
+  - the latest snapshot with the expected state (which is the source table's state), through hudi-rs.
+`verify_history()` (which the fixtures and scenarios run at the end of every test) checks each recorded commit's
+whole table through both readers: time travel to every commit against the state recorded for it, the latest through
+a snapshot read, which is also compared with a full read of the source; and it repeats the incremental checks.
+Spark reads whole tables only there: time travel to a commit reads what a snapshot read when it was the latest,
+and later, with newer commits on top, it also tests that the old version is still there. The round's snapshot
+through the reader without a JVM fails a wrong round at once, at a fraction of a Spark read's cost.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ class Oracle:
                  stats: RunStats = RUN_STATS):
         self.settings, self.pipeline, self.mutator, self.timeout = settings, pipeline, mutator, timeout
         self.readers = [SparkSilver(pipeline.spark, pipeline.config), RustSilver(pipeline.config)]
+        self.round_reader = self.readers[1]  # reads a round's whole snapshot; both readers do at `verify_history`
         self.stats = stats
         self.shapes: dict[str, Shape] = {}
         self.states: dict[str, dict[tuple, tuple]] = {}
@@ -206,18 +210,20 @@ class Oracle:
 
     def _verify_table(self, entries: list[Recorded]) -> None:
         latest = entries[-1]
-        # While the latest recorded commit is the table's newest, time travel to it reads what a snapshot reads
-        # (the round checked that snapshot): one read then serves both checks below.
-        head = _ReadOnce(lambda r: r.as_of_batches(latest.shape, latest.commit)) \
-            if self._last_instant(latest.table) == latest.commit.instant else None
+        # While the latest recorded commit is the table's newest, a snapshot read holds it: one read serves that
+        # commit's check and the comparison with the source.
+        snapshot = _ReadOnce(lambda r: r.snapshot_batches(latest.shape))
+        latest_is_newest = self._last_instant(latest.table) == latest.commit.instant
         for previous, entry in zip([None, *entries], entries):
-            read = head if entry is latest and head else lambda r, e=entry: r.as_of_batches(e.shape, e.commit)
-            self._check("time travel", entry, read, entry.state)
+            if entry is latest and latest_is_newest:
+                self._check("snapshot", entry, snapshot, entry.state)
+            else:
+                self._check("time travel", entry, lambda r, e=entry: r.as_of_batches(e.shape, e.commit), entry.state)
             if previous is not None:
                 self._check_changes(previous, entry)
         rows = read_source(self.settings, self.mutator.placement(latest.table), latest.shape)
         source = {latest.shape.key_of(row): row for row in rows}
-        self._check("snapshot vs source", latest, head or (lambda r: r.snapshot_batches(latest.shape)), source)
+        self._check("snapshot vs source", latest, snapshot, source)
 
     # --- the expected state --------------------------------------------------------------------------------
     def _new_changes(self) -> list[Change]:
@@ -344,7 +350,8 @@ class Oracle:
 
     # --- the checks ----------------------------------------------------------------------------------------
     def _check_round(self, entry: Recorded) -> None:
-        self._check("snapshot", entry, lambda r: r.snapshot_batches(entry.shape), entry.state)
+        self._check("snapshot", entry, lambda r: r.snapshot_batches(entry.shape), entry.state,
+                    readers=[self.round_reader])
         entries = self.recorded[entry.table]
         if len(entries) > 1:
             self._check_changes(entries[-2], entry)
@@ -362,12 +369,14 @@ class Oracle:
             self.stats.incremental_ranges += 1
 
     def _check(self, what: str, entry: Recorded, read, expected: Rows, live_only: bool = True,
-               unchanged: Rows | None = None) -> None:
-        """`read(reader)` gives the reader's Arrow batches; `verdict.judge` decides. `unchanged` rows (keys Kafka
-        re-delivered) are allowed in the read besides `expected`, with these values."""
+               unchanged: Rows | None = None, readers: list | None = None) -> None:
+        """`read(reader)` gives the reader's Arrow batches (of each of `readers`, all by default); `verdict.judge`
+        decides. `unchanged` rows (keys Kafka re-delivered) are allowed in the read besides `expected`, with these
+        values."""
         batches_by_reader = {}
-        with ThreadPoolExecutor(len(self.readers)) as pool:  # Spark works in its JVM meanwhile
-            reads = {reader.name: pool.submit(_timed, read, reader) for reader in self.readers}
+        readers = readers or self.readers
+        with ThreadPoolExecutor(len(readers)) as pool:  # Spark works in its JVM meanwhile
+            reads = {reader.name: pool.submit(_timed, read, reader) for reader in readers}
             for name, future in reads.items():
                 batches_by_reader[name], seconds = future.result()
                 self._count_read(name, seconds, len(expected))

@@ -76,8 +76,8 @@ def judge(where: str, expected: Expectation, reads: dict[str, list],
         actual_by_reader[name] = shown
     problems = []
     names = list(actual_by_reader)
-    first, second = (actual_by_reader[n] for n in names)
-    if first != second:
+    if len(names) == 2 and actual_by_reader[names[0]] != actual_by_reader[names[1]]:
+        first, second = (actual_by_reader[n] for n in names)
         problems.append(f"{names[0]} and {names[1]} disagree ({names[0]} = expected, {names[1]} = actual):\n"
                         + "\n".join(diff_rows(expected.shape, first, second)))
     for name, actual in actual_by_reader.items():

@@ -1,6 +1,6 @@
 """The oracle suites: full TICKIT in silver, rounds of changes across every table, and the CDC edge cases. Each
-round is checked (snapshot, time travel, incremental) through Spark and hudi-rs, and every recorded commit again
-at the end."""
+round is checked (the incremental read through Spark and hudi-rs, the snapshot through hudi-rs), and every recorded
+commit's whole table through both at the end (time travel, the latest snapshot, the source)."""
 
 from __future__ import annotations
 

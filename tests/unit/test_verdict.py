@@ -48,6 +48,12 @@ def test_a_lost_row_is_named_by_its_key():
         judge(WHERE, snapshot(), both(read([ROWS[1,]])))
 
 
+def test_one_reader_alone_is_judged_on_its_own():
+    judge(WHERE, snapshot(), {"hudi-rs": read(list(ROWS.values()))})
+    with pytest.raises(OracleMismatch, match=r"hudi-rs:\n  key catid=2: expected row .*, actual no row"):
+        judge(WHERE, snapshot(), {"hudi-rs": read([ROWS[1,]])})
+
+
 def test_a_stale_value_is_named_by_its_column():
     stale = (2, "Shows", "Opera", "old text")
     with pytest.raises(OracleMismatch, match="key catid=2: column catdesc: expected 'All opera', actual 'old text'"):
