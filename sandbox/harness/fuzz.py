@@ -333,10 +333,12 @@ class Found:
     message: str
 
 
-def settle(failure: Failure, replay: Replay, deadline: float, reports: Path, seed: int, say=lambda line: None) -> Found:
-    """Shrink a failure (when a fresh lake reproduces it) until `deadline`, and write it out as a scenario file."""
+def settle(failure: Failure, replay: Replay, deadline: float, reports: Path, seed: int, say=lambda line: None,
+           most_shrinks: int | None = None) -> Found:
+    """Shrink a failure (when a fresh lake reproduces it) until `deadline` or `most_shrinks` smaller examples, and
+    write it out as a scenario file."""
     reproduced = replay(failure.raw)
-    smallest = shrink(failure.raw, replay, deadline, say) if reproduced else failure.raw
+    smallest = shrink(failure.raw, replay, deadline, say, most_shrinks) if reproduced else failure.raw
     kind = signature(failure.error)
     first_line = next(iter(str(failure.error).strip().splitlines()), "")
     path = reports / f"seed-{seed}-example-{failure.number}.yaml"
@@ -353,19 +355,21 @@ def settle(failure: Failure, replay: Replay, deadline: float, reports: Path, see
 
 
 # --- shrinking -------------------------------------------------------------------------------------------------
-def shrink(raw: dict, reproduces: Callable[[dict], bool], deadline: float, say=lambda line: None) -> dict:
+def shrink(raw: dict, reproduces: Callable[[dict], bool], deadline: float, say=lambda line: None,
+           most_shrinks: int | None = None) -> dict:
     """A smaller example that `reproduces` still fails the same way: chunks of steps removed (halves, then smaller),
     pauses lifted, changes taken out of transactions, given rows no step names dropped, unused tables; after each
-    success the ways are tried again. Stops at `deadline` (a `time.monotonic()` value) with the smallest so far."""
-    best, improved = raw, True
-    while improved:
+    success the ways are tried again. Stops at `deadline` (a `time.monotonic()` value) or after `most_shrinks`
+    successes, with the smallest so far."""
+    best, improved, shrinks = raw, True, 0
+    while improved and shrinks != most_shrinks:
         improved = False
         for candidate in itertools.chain(*(way(best) for way in SHRINKS)):
             if time.monotonic() >= deadline:
                 return best
             if reproduces(candidate):
                 say(f"fuzz: shrunk to {len(candidate['steps'])} steps")
-                best, improved = candidate, True
+                best, improved, shrinks = candidate, True, shrinks + 1
                 break
     return best
 

@@ -122,6 +122,18 @@ def test_shrinking_stops_at_its_deadline():
     assert calls == []
 
 
+def test_shrinking_stops_after_as_many_smaller_examples_as_asked():
+    raw = {"tables": [], "given": {}, "steps": [{"update": {"n": n}} for n in range(8)] + [{"check": "end"}]}
+    culprit = raw["steps"][7]
+
+    def reproduces(candidate):
+        return culprit in candidate["steps"]
+
+    sizes = [len(fuzz.shrink(raw, reproduces, time.monotonic() + 30, most_shrinks=most)["steps"])
+             for most in (1, 2, None)]
+    assert sizes == [5, 3, 2]
+
+
 def test_a_scenario_error_is_judged_by_its_cause():
     try:
         try:
