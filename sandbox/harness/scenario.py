@@ -469,8 +469,10 @@ def _expect(step: Step, oracle: Oracle, entries: dict, time_travel: bool) -> Non
     for table, spec in step.args["expect"].items():
         entry = entries[table]
         how = f"time travel to {entry.commit.instant}" if time_travel else "snapshot"
+        keys = {tuple(row[k] for k in entry.shape.table.primary_key)
+                for kind in ("rows", "deleted", "absent") for row in spec.get(kind, [])}
         for reader in oracle.readers:
-            rows = reader.as_of(entry.shape, entry.commit) if time_travel else reader.snapshot(entry.shape)
+            rows = reader.as_of(entry.shape, entry.commit, keys) if time_travel else reader.snapshot(entry.shape, keys)
             problems = _unmet(entry.shape, spec, rows, oracle.pipeline.config.hard_deletes)
             if problems:
                 raise ExpectationUnmet(f"line {step.line}, check {label!r}, {table} ({reader.name}, {how}):\n"

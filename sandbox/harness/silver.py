@@ -81,11 +81,12 @@ class Shape:
 class SilverReader:
     """What both readers share: each view as {key: row} dictionaries, from the reader's Arrow batches."""
 
-    def snapshot(self, shape: Shape) -> Rows:
-        return arrow_rows(shape, self.snapshot_batches(shape))
+    def snapshot(self, shape: Shape, keys: set[tuple] | None = None) -> Rows:
+        """The rows of the latest snapshot (at `keys` only, if given)."""
+        return arrow_rows(shape, self.snapshot_batches(shape), keys)
 
-    def as_of(self, shape: Shape, commit: Commit) -> Rows:
-        return arrow_rows(shape, self.as_of_batches(shape, commit))
+    def as_of(self, shape: Shape, commit: Commit, keys: set[tuple] | None = None) -> Rows:
+        return arrow_rows(shape, self.as_of_batches(shape, commit), keys)
 
     def changes(self, shape: Shape, after: Commit, until: Commit) -> Rows:
         return arrow_rows(shape, self.changes_batches(shape, after, until))
@@ -154,13 +155,22 @@ class RustSilver(SilverReader):
         return self._table(shape).read(options)
 
 
-def arrow_rows(shape: Shape, batches) -> Rows:
-    """Arrow record batches holding (some of) the compared columns and the meta columns -> {key: row or None}."""
+def arrow_rows(shape: Shape, batches, keys: set[tuple] | None = None) -> Rows:
+    """Arrow record batches holding (some of) the compared columns and the meta columns -> {key: row or None}; with
+    `keys`, the rows at those keys alone, chosen before any value becomes a Python object."""
     if not batches:
         return {}
     table = pa.Table.from_batches(batches)
+    if keys is not None:
+        table = _at_keys(shape, table, keys)
     columns = [_values(shape, table, name) for name in [*shape.columns, *META_COLUMNS]]
     return shape.rows(zip(*columns), normalized=True)
+
+
+def _at_keys(shape: Shape, table: pa.Table, keys: set[tuple]) -> pa.Table:
+    (column,) = shape.table.primary_key
+    wanted = pa.array([key[0] for key in keys], type=table.column(column).type)
+    return table.filter(pc.is_in(table.column(column), value_set=wanted))
 
 
 def _values(shape: Shape, table: pa.Table, name: str) -> list:

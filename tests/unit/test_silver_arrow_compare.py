@@ -45,6 +45,11 @@ def test_equal_read_is_decided_in_arrow_whatever_the_row_order():
     assert arrow_rows(DATE, date_batches(ROWS)) == STATE  # the row-by-row view agrees
 
 
+def test_rows_at_some_keys_are_those_rows_alone():
+    assert arrow_rows(DATE, date_batches(ROWS), {(3,), (1,), (9,)}) == {(1,): ROWS[0], (3,): ROWS[2]}
+    assert arrow_rows(DATE, date_batches(ROWS, deleted=[None, "true", None]), {(2,)}) == {(2,): None}
+
+
 def test_a_changed_value_a_missing_row_or_an_extra_row_is_not_equal():
     changed = [ROWS[0], ROWS[1][:5] + ("2",) + ROWS[1][6:], ROWS[2]]
     assert not equal(DATE, date_batches(changed), STATE)
