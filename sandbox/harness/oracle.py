@@ -141,12 +141,14 @@ class Oracle:
         landmarks = self._locate(changes, targets, started + self.timeout)
         commits = self.pipeline.wait_for_positions(targets, max(1.0, started + self.timeout - time.monotonic()),
                                                    landmarks)
-        self.stats.seconds_waiting += time.monotonic() - started
+        with STATS_LOCK:
+            self.stats.seconds_waiting += time.monotonic() - started
         self._note_consumed_past(landmarks, commits)
         self._check_one_batch(commits)
         recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
         _each_table(self._check_round, list(recorded.values()))
-        self.stats.rounds += 1
+        with STATS_LOCK:
+            self.stats.rounds += 1
         self.rounds += 1
         return recorded
 

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import os
 import random
+import threading
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
@@ -65,6 +66,7 @@ class Journal:
 
     def __init__(self, path: Path):
         self.path = path
+        self._lock = threading.RLock()  # oracles of several pipelines read it from threads of their own
         self._offset: int | None = None  # bytes of the file this object has accounted for
         self._first_seq = 1  # the next seq when this object first looked
         self._recent: list[Change] = []  # every entry since then
@@ -76,17 +78,23 @@ class Journal:
         return [Change(**json.loads(line)) for line in self.path.read_text().splitlines() if line.strip()]
 
     def next_seq(self) -> int:
-        self._catch_up()
-        return self._recent[-1].seq + 1 if self._recent else self._first_seq
+        with self._lock:
+            self._catch_up()
+            return self._recent[-1].seq + 1 if self._recent else self._first_seq
 
     def since(self, seq: int) -> list[Change]:
         """The entries from `seq` on, oldest first."""
-        self._catch_up()
-        if seq < self._first_seq:
-            return [c for c in self.entries() if c.seq >= seq]
-        return [c for c in self._recent if c.seq >= seq]
+        with self._lock:
+            self._catch_up()
+            if seq < self._first_seq:
+                return [c for c in self.entries() if c.seq >= seq]
+            return [c for c in self._recent if c.seq >= seq]
 
     def append(self, change: Change) -> None:
+        with self._lock:
+            self._append(change)
+
+    def _append(self, change: Change) -> None:
         self._catch_up()
         line = json.dumps(asdict(change), default=_json_value) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 from sandbox.sources.mutations import Change, Journal
@@ -67,3 +68,17 @@ def test_a_line_another_writer_has_not_finished_is_read_once_it_is_whole(tmp_pat
     with path.open("a") as handle:
         handle.write(line[20:])
     assert [c.seq for c in reader.since(2)] == [2]
+
+
+def test_threads_appending_and_reading_at_once_see_every_entry_once(tmp_path):
+    journal = Journal(tmp_path / "journal.jsonl")
+    start = journal.next_seq()
+
+    def append_and_read(n: int) -> None:
+        journal.append(change(start + n))
+        journal.since(start)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(append_and_read, range(200)))
+    assert sorted(c.seq for c in journal.since(start)) == list(range(start, start + 200))
+    assert sorted(c.seq for c in Journal(journal.path).entries()) == list(range(start, start + 200))
