@@ -168,8 +168,12 @@ def arrow_rows(shape: Shape, batches, keys: set[tuple] | None = None) -> Rows:
 
 
 def _at_keys(shape: Shape, table: pa.Table, keys: set[tuple]) -> pa.Table:
+    """The rows at `keys`; the whole table where the keys do not fit the key column's type (the rows then show it)."""
     (column,) = shape.table.primary_key
-    wanted = pa.array([key[0] for key in keys], type=table.column(column).type)
+    try:
+        wanted = pa.array([key[0] for key in keys], type=table.column(column).type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, KeyError):
+        return table
     return table.filter(pc.is_in(table.column(column), value_set=wanted))
 
 

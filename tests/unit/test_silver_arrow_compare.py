@@ -48,6 +48,7 @@ def test_equal_read_is_decided_in_arrow_whatever_the_row_order():
 def test_rows_at_some_keys_are_those_rows_alone():
     assert arrow_rows(DATE, date_batches(ROWS), {(3,), (1,), (9,)}) == {(1,): ROWS[0], (3,): ROWS[2]}
     assert arrow_rows(DATE, date_batches(ROWS, deleted=[None, "true", None]), {(2,)}) == {(2,): None}
+    assert arrow_rows(DATE, date_batches(ROWS), {("not a number",)}) == STATE  # what the check then finds unmet
 
 
 def test_a_changed_value_a_missing_row_or_an_extra_row_is_not_equal():
