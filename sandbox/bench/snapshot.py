@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
-from sandbox.sources.changes import close_soon
+from sandbox.sources.changes import watermarks
 from sandbox.stack.connectors import ConnectClient, connector_config, connector_states, failure_trace
 from sandbox.stack.credentials import login
 from sandbox.stack.databases import connection, placements
@@ -77,19 +76,8 @@ def _create_publication(settings: Settings) -> None:
 
 
 def _messages_in(settings: Settings, topics: list[str]) -> int:
-    consumer = Consumer({"bootstrap.servers": settings.endpoint("kafka").address, "group.id": "bench-count",
-                         "log_level": 0})
-    try:
-        total = 0
-        existing = consumer.list_topics(timeout=5).topics
-        for topic in topics:
-            if topic in existing:
-                for partition in existing[topic].partitions:
-                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5)
-                    total += high - low
-        return total
-    finally:
-        close_soon(consumer)
+    return sum(end - first for partitions in watermarks(settings.endpoint("kafka").address, topics).values()
+               for first, end in partitions.values())
 
 
 def clean_up(settings: Settings) -> None:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 
 from sandbox.config import Settings
 from sandbox.harness import job
 from sandbox.harness.checkpoint import committed_offsets, delete_prefix, object_keys, split_uri
 from sandbox.harness.pipeline import Pipeline
-from sandbox.sources.changes import close_soon
+from sandbox.sources.changes import close_soon, end_offsets
 from sandbox.stack.services.localstack import s3_client
 from spark_jobs.cdc_hudi_job import written_with_buckets
 from spark_jobs.decode import POSITION_LAYOUT
@@ -151,23 +151,10 @@ def from_earliest_where_unread(settings: Settings, offsets: dict[str, dict[str, 
 def topic_lag(settings: Settings, offsets: dict[str, dict[str, int]], topics: list[str]) -> int | None:
     """Events in `topics` past `offsets` (a topic missing from `offsets` counts whole); None if an offset lies
     past its partition's end, i.e. the topic is not the one the offsets were taken from."""
-    consumer = Consumer({"bootstrap.servers": settings.endpoint("kafka").address, "group.id": "sandbox-branch"})
-    try:
-        lag = 0
-        for topic in topics:
-            partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-            for partition in partitions:
-                _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-                start = offsets.get(topic, {}).get(str(partition), 0)
-                if start > end:
-                    return None
-                lag += end - start
-        for topic, partitions in offsets.items():  # topics of other tables: recreated ones spoil the baseline too
-            if topic not in topics:
-                for partition, start in partitions.items():
-                    _, end = consumer.get_watermark_offsets(TopicPartition(topic, int(partition)), timeout=10)
-                    if start > end:
-                        return None
-        return lag
-    finally:
-        close_soon(consumer)
+    ends = end_offsets(settings.endpoint("kafka").address, list(dict.fromkeys([*topics, *offsets])))
+    for topic, partitions in offsets.items():  # also other tables' topics: recreated ones spoil the baseline too
+        for partition, start in partitions.items():
+            if start > ends.get(topic, {}).get(int(partition), 0):
+                return None
+    return sum(end - offsets.get(topic, {}).get(str(partition), 0)
+               for topic in topics for partition, end in ends.get(topic, {}).items())

@@ -158,14 +158,19 @@ def close_soon(consumer: Consumer) -> None:
     threading.Thread(target=consumer.close, name="kafka-consumer-close").start()
 
 
-def end_offsets(bootstrap: str, topics: list[str]) -> dict[str, dict[int, int]]:
-    """{topic: {partition: end offset}} now; a topic that does not exist yet is left out."""
+def watermarks(bootstrap: str, topics: list[str]) -> dict[str, dict[int, tuple[int, int]]]:
+    """{topic: {partition: (first offset, end offset)}} now; a topic that does not exist yet is left out."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sandbox-offsets-{uuid.uuid4()}",
                          "log_level": 0})
     try:
         found = consumer.list_topics(timeout=10).topics
-        return {topic: {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+        return {topic: {p: tuple(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10))
                         for p in found[topic].partitions}
                 for topic in topics if topic in found and found[topic].partitions}
     finally:
         close_soon(consumer)
+
+
+def end_offsets(bootstrap: str, topics: list[str]) -> dict[str, dict[int, int]]:
+    """{topic: {partition: end offset}} now; a topic that does not exist yet is left out."""
+    return {topic: {p: end for p, (_, end) in parts.items()} for topic, parts in watermarks(bootstrap, topics).items()}
