@@ -24,32 +24,34 @@ def driver_conf(config: JobConfig, java_options: str = "") -> dict[str, str]:
     return conf
 
 
-def spark_session(config: JobConfig, app_name: str = "tickit-cdc-hudi", java_options: str = "") -> SparkSession:
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
-        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
-    for key, value in driver_conf(config, java_options).items():
-        builder = builder.config(key, value)
+def session_conf(config: JobConfig, java_options: str = "") -> dict[str, str]:
+    """Every Spark setting the job's session needs: Hudi, S3A pointed at the lake's endpoint, the jars."""
+    conf = {
+        "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+        "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+        "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        **driver_conf(config, java_options),
+    }
     if config.s3_endpoint:
-        builder = (
-            builder.config("spark.hadoop.fs.s3a.endpoint", config.s3_endpoint)
-            .config("spark.hadoop.fs.s3a.path.style.access", str(config.s3_path_style).lower())
-            .config("spark.hadoop.fs.s3a.connection.ssl.enabled", str(config.s3_endpoint.startswith("https")).lower())
-            .config("spark.hadoop.fs.s3a.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
-        )
+        conf |= {"spark.hadoop.fs.s3a.endpoint": config.s3_endpoint,
+                 "spark.hadoop.fs.s3a.path.style.access": str(config.s3_path_style).lower(),
+                 "spark.hadoop.fs.s3a.connection.ssl.enabled": str(config.s3_endpoint.startswith("https")).lower(),
+                 "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"}
     if config.s3_access_key:
-        builder = (builder.config("spark.hadoop.fs.s3a.access.key", config.s3_access_key)
-                   .config("spark.hadoop.fs.s3a.secret.key", config.s3_secret_key or ""))
-    for key, value in config.extra_spark_conf.items():
+        conf |= {"spark.hadoop.fs.s3a.access.key": config.s3_access_key,
+                 "spark.hadoop.fs.s3a.secret.key": config.s3_secret_key or ""}
+    return conf | config.extra_spark_conf
+
+
+def spark_session(config: JobConfig, app_name: str = "tickit-cdc-hudi", java_options: str = "") -> SparkSession:
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in session_conf(config, java_options).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

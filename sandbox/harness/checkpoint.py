@@ -17,6 +17,17 @@ def committed_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
     return _offsets(s3, bucket, prefix, batches[-1]) if batches else {}
 
 
+def settled_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]] | None:
+    """The committed offsets when the latest micro-batch planned is committed too; None while one runs."""
+    bucket, prefix = split_uri(checkpoint)
+    planned, committed = _batch_ids(s3, bucket, f"{prefix}/offsets/"), committed_batches(s3, bucket, prefix)
+    if planned[-1:] != committed[-1:]:
+        return None
+    if not committed:
+        return {}
+    return _offsets(s3, bucket, prefix, committed[-1]) or {}
+
+
 def planned_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
     """{topic: {partition: next offset}} the checkpoint's latest micro-batch reads up to, committed or still
     running (its offset log is written before the batch starts)."""

@@ -94,10 +94,14 @@ def spark_submit_command(config: JobConfig, config_path: Path, once: bool, java_
 
 
 def submit_environment(settings: Settings) -> dict[str, str]:
+    return {**settings.env, **spark_environment()}
+
+
+def spark_environment() -> dict[str, str]:
     """spark-submit finds Spark and Python through these; the venv's python is not first on every PATH."""
     import pyspark
 
-    return {**settings.env, "TZ": "UTC", "SPARK_HOME": str(Path(pyspark.__file__).parent),
+    return {"TZ": "UTC", "SPARK_HOME": str(Path(pyspark.__file__).parent),
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 

@@ -16,16 +16,23 @@ def new_lake(settings: Settings, name: str = "test") -> str:
     return f"s3a://{settings.topology.lake_bucket}/{name}-{uuid.uuid4().hex[:8]}"
 
 
-def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[str] | None = None, **options):
+def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[str] | None = None, job_under_test=None,
+                         **options):
     """The job (in the shared Spark session) on a new lake: branched from the baseline when `branches` is given and
-    the job runs with the baseline's options, otherwise empty (the job starts from the earliest offsets)."""
-    from sandbox.harness import job
+    the built-in job runs with the baseline's options, otherwise empty (the job starts from the earliest offsets).
+    `job_under_test` (`sandbox.harness.jobs`; the built-in job by default) writes the tables it names only."""
+    from sandbox.harness import job, jobs
     from sandbox.harness.pipeline import Pipeline
 
+    job_under_test = job_under_test or jobs.builtin_job()
+    if not job_under_test.builtin:
+        branches = None  # the baseline lake is the built-in job's
+    if job_under_test.tables is not None:
+        only = [t for t in (only or job_under_test.tables) if t in job_under_test.tables]
     lake = new_lake(settings)
     offsets = branches.branch(lake, only) if branches is not None and not options else None
     config = job.job_config(settings, lake=lake, only=only, starting_offsets=offsets, **options)
-    return Pipeline(settings, config, spark, owns_session=False)
+    return Pipeline(settings, config, spark, owns_session=False, job=job_under_test)
 
 
 def finish(pipes: list, failed: bool) -> None:

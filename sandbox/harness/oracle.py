@@ -184,12 +184,16 @@ class Oracle:
         commits = self.pipeline.timeline(table)
         return commits[-1].instant if commits else None
 
-    def _check_one_batch(self, tables) -> None:
-        for table in [t for t in tables if t in self._resumed]:
+    def _check_one_batch(self, commits: dict[str, Commit]) -> None:
+        for table in [t for t in commits if t in self._resumed]:
             before, target = self._resumed.pop(table)
+            positioned = self.pipeline.job.records_positions
             first = next((c for c in self.pipeline.timeline(table)
-                          if (before is None or c.instant > before) and c.max_source_position is not None), None)
-            if first is None or first.max_source_position < target:
+                          if (before is None or c.instant > before)
+                          and (c.max_source_position is not None or not positioned)), None)
+            # A job that records no positions: the commit the round waited for must be the first since the pause.
+            if first is None or (first.max_source_position < target if positioned
+                                 else first.instant != commits[table].instant):
                 raise NotOneBatch(f"{table}: the changes made while the job was paused (up to source position "
                                   f"{target}) did not land in one commit; the first commit after the pause "
                                   f"{first.instant if first else '(none)'} reached "

@@ -19,15 +19,15 @@ from dataclasses import dataclass, field, replace
 
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
-from sandbox.harness import class_archive, job
+from sandbox.harness import class_archive, job, jobs
 from sandbox.harness import timeline as commit_timeline
-from sandbox.harness.checkpoint import batch_start_offsets, committed_offsets, on_s3, planned_offsets
+from sandbox.harness.checkpoint import batch_start_offsets, committed_offsets, on_s3, planned_offsets, settled_offsets
 from sandbox.harness.timeline import Commit
 from sandbox.sources import topics
 from sandbox.sources.tickit import normalized_rows
 from sandbox.stack.services.localstack import s3_client
 from sandbox.wait import wait_until
-from spark_jobs import cdc_hudi_job, queries
+from spark_jobs import queries
 from spark_jobs.job_config import JobConfig
 from spark_jobs.session import spark_session
 from tickit_data import get_table
@@ -95,10 +95,12 @@ class Pipeline:
     resume_continuous: bool = False  # paused while running continuously
     drives_job: bool = True  # False: the job runs elsewhere (e.g. `sandbox job run`); waits only read silver
     topics_seen: bool = False  # every topic the job reads exists
+    job: jobs.JobUnderTest = field(default_factory=jobs.builtin_job)
 
     def __repr__(self) -> str:  # short: a failing property example prints its arguments
         tables = ", ".join(spec.table for spec in self.config.tables)
-        return f"Pipeline({self.config.lake}, {self.config.table_type}, tables: {tables}, {len(self.reports)} batches)"
+        kind = self.config.table_type if self.job.builtin else f"job {self.job.name}"
+        return f"Pipeline({self.config.lake}, {kind}, tables: {tables}, {len(self.reports)} batches)"
 
     @classmethod
     def start(cls, settings: Settings, lake: str, **options) -> "Pipeline":
@@ -108,7 +110,7 @@ class Pipeline:
     def sibling(self, lake: str, **options) -> "Pipeline":
         """Another lake (and job options) in the same Spark session, e.g. Merge-on-Read beside Copy-on-Write."""
         return Pipeline(self.settings, job.job_config(self.settings, lake=lake, **options), self.spark,
-                        owns_session=False)
+                        owns_session=False, job=self.job)
 
     def stop(self) -> None:
         self.stop_continuous()
@@ -120,7 +122,7 @@ class Pipeline:
         """Process everything in Kafka now; returns the batch summaries of this run."""
         self._wait_for_topics()
         before = len(self.reports)
-        cdc_hudi_job.run(self.spark, self.config, once=True, report=self.reports.append)
+        self.job.start(self.spark, self.config, True, self.reports.append).awaitTermination()
         return [json.loads(line) for line in self.reports[before:]]
 
     def run_once_without_registry(self) -> list[dict]:
@@ -136,7 +138,7 @@ class Pipeline:
     def start_continuous(self) -> None:
         self._wait_for_topics()
         if self.query is None:
-            self.query = cdc_hudi_job.start(self.spark, self.config, once=False, report=self.reports.append)
+            self.query = self.job.start(self.spark, self.config, False, self.reports.append)
 
     def _wait_for_topics(self) -> None:
         """Right after `sandbox up` Debezium may still be creating topics; once all exist, they stay."""
@@ -198,6 +200,8 @@ class Pipeline:
                 raise SandboxError(f"the continuous job failed: {self.query.exception()}", "see the Spark log above")
             if self.query is None and not self.paused and self.drives_job:
                 self.run_once()
+            if not self.job.records_positions:
+                return self._reach_by_offsets(targets, reached, landmarks or {})
             consumed = self.consumed_offsets() if landmarks else {}  # before the timeline: its commits come first
             if self._reach(targets, reached):
                 return True
@@ -225,6 +229,10 @@ class Pipeline:
         if not on_s3(self.config.checkpoint()):
             return {}
         return committed_offsets(self.s3, self.config.checkpoint())
+
+    def settled_offsets(self) -> dict[str, dict[str, int]] | None:
+        """The committed offsets while no micro-batch runs; None while one does."""
+        return settled_offsets(self.s3, self.config.checkpoint())
 
     def planned_offsets(self) -> dict[str, dict[str, int]]:
         """{topic: {partition: next offset}} the job's latest micro-batch reads up to ({} for a lake not on S3)."""
@@ -259,6 +267,30 @@ class Pipeline:
         with ThreadPoolExecutor(max(1, min(4, len(pending)))) as pool:  # one small Spark job per table's timeline
             found = pool.map(lambda table: self.first_commit_at(table, targets[table]), pending)
             reached |= {table: commit for table, commit in zip(pending, found) if commit is not None}
+        return len(reached) == len(targets)
+
+    def _reach_by_offsets(self, targets: dict[str, int], reached: dict[str, Commit],
+                          landmarks: dict[str, tuple[int, int]]) -> bool:
+        """For a job whose commits do not say which source position they reach: a table has reached its target
+        once the job's checkpoint has committed past the Kafka offset of the round's last event, with no
+        micro-batch running; its latest commit then holds it. Offsets read again after the timelines must not have
+        moved, or a batch that started meanwhile may have added a later commit."""
+        if set(targets) - set(landmarks):
+            raise SandboxError(f"no Kafka offsets for {', '.join(sorted(set(targets) - set(landmarks)))}",
+                               "a job without source positions in its commits is waited for by offsets")
+        settled = self.settled_offsets()
+        if settled is None:
+            return False
+        passed = [table for table, (partition, offset) in landmarks.items()
+                  if settled.get(self.config.spec(table).topic, {}).get(str(partition), -1) > offset]
+        latest = {table: self.timeline(table) for table in passed}
+        if self.settled_offsets() != settled:
+            return False
+        for table, commits in latest.items():
+            if not commits:
+                raise SilverBehind(f"silver {table} in {self.config.lake} has no commit, yet the job {self.job.name} "
+                                   f"has committed its topic past the round's change at offset {landmarks[table][1]}")
+            reached[table] = commits[-1]
         return len(reached) == len(targets)
 
     def first_commit_at(self, table: str, target: int) -> Commit | None:

@@ -38,6 +38,9 @@ def pytest_addoption(parser):
                     help="attach to the project's sandbox (default) or start an ephemeral one on free ports")
     group.addoption("--sandbox-summary", default="reports/summary.txt",
                     help="where to write the human-readable summary of the run")
+    group.addoption("--sandbox-job", default=os.environ.get("SANDBOX_JOB", "builtin"),
+                    help="the job under test: 'builtin' (the sandbox's own) or a YAML file describing a team's job "
+                         "(sandbox/harness/jobs.py; examples/team_job/sandbox-job.yaml)")
     group.addoption("--oracle-timeout", type=float, default=240.0,
                     help="seconds the oracle waits for the pipeline to reach a source position")
     parser.addini("sandbox_scenarios", "directories whose *.yaml scenario files are collected as tests",
@@ -168,6 +171,14 @@ def spark(sandbox: Settings):
 
 
 @pytest.fixture(scope="session")
+def job_under_test(request):
+    """The job the pipelines run (`--sandbox-job`); override this fixture to put another job under test."""
+    from sandbox.harness import jobs
+
+    return jobs.load(request.config.getoption("--sandbox-job"))
+
+
+@pytest.fixture(scope="session")
 def lake_branches(sandbox: Settings, spark):
     """Where new test lakes branch from (`sandbox.harness.lake_branch`); None when `SANDBOX_BRANCH_LAKES=0` or the session
     runs a deliberately broken job (its lakes must be written by that job from the first change on)."""
@@ -180,23 +191,24 @@ def lake_branches(sandbox: Settings, spark):
 
 
 @pytest.fixture(scope="session")
-def pipeline(request, sandbox: Settings, spark, lake_branches):
+def pipeline(request, sandbox: Settings, spark, lake_branches, job_under_test):
     """The Hudi job on a lake of its own (branched from the baseline) for this test session, run in-process:
     `run_once()` or `start_continuous()`, and `wait_for_positions()` to wait until silver has reached source
     positions."""
-    pipe = pipeline_on_new_lake(sandbox, spark, lake_branches)
+    pipe = pipeline_on_new_lake(sandbox, spark, lake_branches, job_under_test=job_under_test)
     yield pipe
     finish([pipe], request.session.testsfailed > 0)
 
 
 @pytest.fixture
-def pipeline_factory(request, sandbox: Settings, spark, lake_branches):
+def pipeline_factory(request, sandbox: Settings, spark, lake_branches, job_under_test):
     """New pipelines on new lakes (optionally over a subset of the tables), branched from the baseline unless
-    `branch=False`; stopped after the test."""
+    `branch=False`; stopped after the test. `job=` puts another job than the session's under test."""
     made = []
 
-    def make(only: list[str] | None = None, branch: bool = True, **options):
-        pipe = pipeline_on_new_lake(sandbox, spark, lake_branches if branch else None, only=only, **options)
+    def make(only: list[str] | None = None, branch: bool = True, job=None, **options):
+        pipe = pipeline_on_new_lake(sandbox, spark, lake_branches if branch else None, only=only,
+                                    job_under_test=job or job_under_test, **options)
         made.append(pipe)
         return pipe
 
@@ -232,11 +244,11 @@ def oracle_factory(request, sandbox: Settings, mutator: Mutator):
 
 
 @pytest.fixture(scope="module")
-def module_pipeline(request, sandbox: Settings, spark, lake_branches):
+def module_pipeline(request, sandbox: Settings, spark, lake_branches, job_under_test):
     """The Hudi job on a lake of its own (branched from the baseline) for one test module (what `oracle`
     checks)."""
     failed_before = request.session.testsfailed
-    pipe = pipeline_on_new_lake(sandbox, spark, lake_branches)
+    pipe = pipeline_on_new_lake(sandbox, spark, lake_branches, job_under_test=job_under_test)
     yield pipe
     finish([pipe], request.session.testsfailed > failed_before)
 

@@ -1,0 +1,162 @@
+"""A CDC job written the way many teams write their first one: Structured Streaming, `foreachBatch`, and Hudi's
+datasource doing the merging with its own choices, configured by a plain properties file (`job.properties`).
+
+It differs from the sandbox's own job (`spark_jobs/cdc_hudi_job.py`) where teams usually differ:
+  - the order of two changes of a key is Hudi's precombine on one column, `ordering` in the properties:
+      source_ts_ms     Debezium's `__source_ts_ms`, the source's commit time in milliseconds (the reference
+                       architecture's choice);
+      source_sequence  the change's place in the source's log, as a sortable string (Postgres LSN; binlog file,
+                       offset and row; SQL Server commit LSN, change LSN and serial number);
+  - Hudi deduplicates each batch itself (`hoodie.combine.before.upsert`) and keeps the existing row when an
+    incoming change orders before it (event-time ordering): no window function of the job's own;
+  - no bronze table and no quarantine, Hudi's default index, and `hoodie.*` settings straight from the file.
+Deletes stay as soft deletes (`__deleted = 'true'`). Avro decoding is the sandbox's (`spark_jobs.decode`), as a
+team would use its platform's deserializer.
+
+Run: spark-submit examples/team_job/job.py --properties examples/team_job/job.properties [--set key=value ...]
+     (--once | --continuous)
+or, in a Spark session of one's own: `start(spark, settings, once)`, which returns the streaming query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a plain file by spark-submit
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from pyspark.sql import DataFrame, SparkSession, functions as F  # noqa: E402
+
+from spark_jobs.decode import SchemaCache, decode, schema_pairs  # noqa: E402
+
+ORDERINGS = ("source_ts_ms", "source_sequence")
+ORDERING_COLUMN = "_ordering"
+
+
+def read_properties(path: str | Path, overrides: list[str] = ()) -> dict[str, str]:
+    """`key=value` lines (`#` starts a comment), then `overrides` in the same form on top."""
+    settings = {}
+    lines = [*Path(path).read_text().splitlines(), *overrides]
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise ValueError(f"{path}: line {number} is not key=value: {line!r}")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def tables_of(settings: dict[str, str]) -> dict[str, dict[str, str]]:
+    """{table: {topic, key}} from `table.<name>.topic` and `table.<name>.key` lines; only those `tables` names
+    (comma-separated) if it is set."""
+    tables: dict[str, dict[str, str]] = {}
+    for name, value in settings.items():
+        if name.startswith("table."):
+            _, table, field = name.split(".", 2)
+            tables.setdefault(table, {})[field] = value
+    for table, fields in tables.items():
+        if set(fields) != {"topic", "key"}:
+            raise ValueError(f"table {table} needs table.{table}.topic and table.{table}.key, nothing else")
+    wanted = settings.get("tables")
+    return {t: fields for t, fields in tables.items() if not wanted or t in wanted.split(",")}
+
+
+def ordering_value(rows: DataFrame, ordering: str) -> DataFrame:
+    """The precombine column for the chosen ordering."""
+    if ordering == "source_ts_ms":
+        return rows.withColumn(ORDERING_COLUMN, F.col("__source_ts_ms").cast("long"))
+    if "__lsn" in rows.columns:  # Postgres
+        sequence = F.lpad(F.col("__lsn").cast("string"), 20, "0")
+    elif "__file" in rows.columns:  # MySQL and MariaDB: binlog file number, offset, row
+        sequence = F.concat(F.lpad(F.regexp_extract("__file", r"(\d+)$", 1), 10, "0"),
+                            F.lpad(F.col("__pos").cast("string"), 20, "0"),
+                            F.lpad(F.col("__row").cast("string"), 6, "0"))
+    else:  # SQL Server: LSNs in fixed-width hexadecimal already sort as text
+        sequence = F.concat(F.col("__commit_lsn"), F.coalesce(F.col("__change_lsn"), F.col("__commit_lsn")),
+                            F.lpad(F.col("__event_serial_no").cast("string"), 4, "0"))
+    return rows.withColumn(ORDERING_COLUMN, sequence)
+
+
+def write_table(rows: DataFrame, table: str, key: str, settings: dict[str, str]) -> None:
+    options = {
+        "hoodie.table.name": table,
+        "hoodie.datasource.write.operation": "upsert",
+        "hoodie.datasource.write.recordkey.field": key,
+        "hoodie.datasource.write.precombine.field": ORDERING_COLUMN,
+        "hoodie.datasource.write.partitionpath.field": "",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        **{name: value for name, value in settings.items() if name.startswith("hoodie.")},
+    }
+    rows.write.format("hudi").options(**options).mode("append").save(f"{settings['silver']}/{table}")
+
+
+def start(spark: SparkSession, settings: dict[str, str], once: bool):
+    """Start the job's streaming query (its tables, endpoints and paths all from `settings`)."""
+    ordering = settings.get("ordering", "source_ts_ms")
+    if ordering not in ORDERINGS:
+        raise ValueError(f"ordering={ordering}: use one of {', '.join(ORDERINGS)}")
+    tables = tables_of(settings)
+    by_topic = {fields["topic"]: table for table, fields in tables.items()}
+    schemas = SchemaCache(settings["registry.url"])
+    stream = (spark.readStream.format("kafka")
+              .option("kafka.bootstrap.servers", settings["kafka.bootstrap.servers"])
+              .option("subscribe", ",".join(by_topic))
+              .option("startingOffsets", settings.get("starting.offsets", "earliest"))
+              .load())
+
+    def each_batch(batch: DataFrame, batch_id: int) -> None:
+        batch = batch.cache()
+        _, pairs = schema_pairs(batch)
+        specs = [_Topic(topic, table) for topic, table in by_topic.items()]
+        decoded = decode(batch, specs, schemas, pairs)
+        for table, rows in decoded.tables.items():
+            keep = [c for c in rows.columns if c not in ("topic", "partition", "offset", "timestamp", "_schema_id")]
+            write_table(ordering_value(rows.select(*keep), ordering), table, tables[table]["key"], settings)
+        batch.unpersist()
+
+    writer = stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", settings["checkpoint"])
+    trigger = {"availableNow": True} if once else {"processingTime": f"{settings.get('trigger.seconds', '2')} seconds"}
+    return writer.trigger(**trigger).start()
+
+
+# The sandbox's values (`sandbox/harness/jobs.py`) and the settings they fill.
+SANDBOX_VALUES = {"kafka_bootstrap": "kafka.bootstrap.servers", "registry_url": "registry.url", "silver": "silver",
+                  "checkpoint": "checkpoint", "starting_offsets": "starting.offsets", "tables": "tables"}
+
+
+def start_for_sandbox(spark: SparkSession, sandbox: dict[str, str], once: bool):
+    """What the sandbox calls (`callable:` in sandbox-job.yaml): the job as its properties file has it, with the
+    sandbox's endpoints, paths and tables, and its own settings on top (e.g. `ordering`)."""
+    settings = read_properties(Path(__file__).with_name("job.properties"))
+    settings |= {SANDBOX_VALUES.get(name, name): value for name, value in sandbox.items()
+                 if name in SANDBOX_VALUES or name in settings}
+    return start(spark, settings, once)
+
+
+class _Topic:
+    """What `spark_jobs.decode.decode` needs to know of a topic."""
+
+    def __init__(self, topic: str, table: str):
+        self.topic, self.table = topic, table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--properties", required=True)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--once", action="store_true")
+    mode.add_argument("--continuous", action="store_true")
+    args = parser.parse_args(argv)
+    settings = read_properties(args.properties, args.set)
+    spark = SparkSession.builder.appName(settings.get("app.name", "team-cdc-job")).getOrCreate()
+    start(spark, settings, once=args.once).awaitTermination()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

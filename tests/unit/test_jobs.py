@@ -1,0 +1,77 @@
+"""The job adapter's side that needs no Spark: reading a job file, filling a team's command line, and a submitted
+job's handle. (tests/e2e/test_team_job.py puts a team's job under the oracle.)"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import pytest
+
+from sandbox.config import PROJECT_ROOT
+from sandbox.errors import SandboxError
+from sandbox.harness import jobs
+from spark_jobs.job_config import JobConfig, TableSpec
+
+CONFIG = JobConfig(kafka_bootstrap="127.0.0.1:9092", registry_url="http://127.0.0.1:8080/apis/registry/v2",
+                   lake="s3a://lake/test-1", tables=(TableSpec("t.ems.category", "category", ("catid",), "lsn"),),
+                   starting_offsets={"t.ems.category": {"0": 41}})
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_builtin_job_records_positions_and_a_teams_job_does_not():
+    assert jobs.load("builtin").records_positions
+    team = jobs.load(PROJECT_ROOT / "examples" / "team_job" / "sandbox-job.yaml")
+    assert (team.name, team.records_positions, team.tables) == ("team-job", False,
+                                                                ("category", "date", "event", "venue"))
+    assert team.with_settings(ordering="source_sequence").settings == {"ordering": "source_sequence"}
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("name: x\n", "exactly one of `submit` or `callable`"),
+    ("name: x\nsubmit: a\ncallable: b.py:c\n", "exactly one of `submit` or `callable`"),
+    ("name: x\nsubmit: a\nretries: 3\n", "unknown keys retries"),
+    ("name: [x\n", "not valid YAML"),
+    ("name: x\ncallable: nowhere.py:start\n", "expected <file.py>:<function>"),
+])
+def test_a_wrong_job_file_says_what_is_wrong(tmp_path, text, problem):
+    with pytest.raises(SandboxError, match=problem):
+        jobs.load(write(tmp_path, text))
+
+
+def test_a_missing_job_file_says_what_to_give():
+    with pytest.raises(SandboxError, match="no job file"):
+        jobs.load("no-such-job.yaml")
+
+
+def test_a_command_line_gets_the_sandbox_values_quoted_and_the_settings():
+    raw = {"submit": "{spark_submit} job.py --lake {lake} --from {starting_offsets} --tables {tables}",
+           "once": "--once", "set": "--set {key}={value}"}
+    command = jobs.submit_command(PROJECT_ROOT, raw, CONFIG, {"ordering": "source ts"}, once=True)
+    assert command[0].endswith("spark-submit")
+    assert command[1:] == ["job.py", "--lake", "s3a://lake/test-1", "--from", '{"t.ems.category": {"0": 41}}',
+                           "--tables", "category", "--set", "ordering=source ts", "--once"]
+
+
+def test_a_command_line_naming_an_unknown_value_is_refused():
+    with pytest.raises(SandboxError, match=r"names \{kafka\}, which the sandbox does not fill"):
+        jobs.submit_command(PROJECT_ROOT, {"submit": "job --bootstrap {kafka}"}, CONFIG, {}, once=False)
+
+
+def test_a_submitted_job_that_fails_shows_its_last_output(tmp_path):
+    script = "import sys; print('starting'); print('no such topic', file=sys.stderr); sys.exit(3)"
+    job = jobs.SubmittedJob([sys.executable, "-c", script], cwd=tmp_path)
+    assert job.wait() == 3
+    assert job.exception() == "the job exited with code 3; its last output:\nstarting\nno such topic"
+
+
+def test_a_submitted_job_stops_when_asked(tmp_path):
+    job = jobs.SubmittedJob(shlex.split(f"{sys.executable} -c 'import time; time.sleep(60)'"), cwd=tmp_path)
+    assert job.exception() is None
+    job.stop()
+    assert job.process.returncode is not None
