@@ -284,11 +284,13 @@ def scenario_validate(files: list[Path]):
 
 
 @scenario_app.command("run")
-def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of the lake (default: a new one).")):
+def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of the lake (default: a new one)."),
+                 job: str = typer.Option("builtin", help="The job under test: 'builtin' or a job file "
+                                                         "(examples/team_job/sandbox-job.yaml).")):
     """Run one scenario against the sandbox, on a fresh lake over the scenario's tables."""
     import uuid
 
-    from sandbox.harness import scenario
+    from sandbox.harness import jobs, scenario
     from sandbox.harness.oracle import RUN_STATS, Oracle
     from sandbox.harness.pipeline import Pipeline
 
@@ -299,7 +301,7 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
             raise SandboxError(f"{file} cannot run on this sandbox: nothing was run", reason)
         options = {k: v for k, v in spec.job.items() if k != "continuous"}
         lake = lake or f"s3a://{settings.topology.lake_bucket}/scenario-{file.stem}-{uuid.uuid4().hex[:6]}"
-        pipe = Pipeline.start(settings, lake=lake, only=spec.tables, **options)
+        pipe = Pipeline.start(settings, lake=lake, job_under_test=jobs.load(job), only=spec.tables, **options)
         mutator = Mutator(settings)
         oracle = Oracle(settings, pipe, mutator)
         try:
@@ -316,7 +318,8 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
         out.add_column(column)
     for table, entries in oracle.recorded.items():
         for entry in entries:
-            out.add_row(entry.label, table, entry.commit.instant, str(entry.commit.max_source_position),
+            position = entry.commit.max_source_position
+            out.add_row(entry.label, table, entry.commit.instant, "-" if position is None else str(position),
                         str(len(entry.state)))
     console.print(out)
     console.print(f"{result.checks} checks, {result.expectations} explicit expectations, "

@@ -103,9 +103,17 @@ class Pipeline:
         return f"Pipeline({self.config.lake}, {kind}, tables: {tables}, {len(self.reports)} batches)"
 
     @classmethod
-    def start(cls, settings: Settings, lake: str, **options) -> "Pipeline":
+    def start(cls, settings: Settings, lake: str, job_under_test: jobs.JobUnderTest | None = None,
+              **options) -> "Pipeline":
+        """The job (the built-in one unless `job_under_test`) on `lake`, in a Spark session of its own."""
+        job_under_test = job_under_test or jobs.builtin_job()
+        if job_under_test.tables is not None and options.get("only"):
+            missing = set(options["only"]) - set(job_under_test.tables)
+            if missing:
+                raise SandboxError(f"the job {job_under_test.name} does not write {', '.join(sorted(missing))}",
+                                   "choose a scenario over the tables its job file lists")
         config = job.job_config(settings, lake=lake, **options)
-        return cls(settings, config, spark_for(settings, config))
+        return cls(settings, config, spark_for(settings, config), job=job_under_test)
 
     def sibling(self, lake: str, **options) -> "Pipeline":
         """Another lake (and job options) in the same Spark session, e.g. Merge-on-Read beside Copy-on-Write."""

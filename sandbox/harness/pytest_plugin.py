@@ -41,6 +41,8 @@ def pytest_addoption(parser):
     group.addoption("--sandbox-job", default=os.environ.get("SANDBOX_JOB", "builtin"),
                     help="the job under test: 'builtin' (the sandbox's own) or a YAML file describing a team's job "
                          "(sandbox/harness/jobs.py; examples/team_job/sandbox-job.yaml)")
+    group.addoption("--sandbox-job-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting of the job file's job (its `settings`), e.g. ordering=source_sequence")
     group.addoption("--oracle-timeout", type=float, default=240.0,
                     help="seconds the oracle waits for the pipeline to reach a source position")
     parser.addini("sandbox_scenarios", "directories whose *.yaml scenario files are collected as tests",
@@ -175,7 +177,8 @@ def job_under_test(request):
     """The job the pipelines run (`--sandbox-job`); override this fixture to put another job under test."""
     from sandbox.harness import jobs
 
-    return jobs.load(request.config.getoption("--sandbox-job"))
+    settings = dict(item.partition("=")[::2] for item in request.config.getoption("--sandbox-job-set"))
+    return jobs.load(request.config.getoption("--sandbox-job"), settings)
 
 
 @pytest.fixture(scope="session")

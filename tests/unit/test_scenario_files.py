@@ -124,3 +124,11 @@ def test_a_scenario_bound_to_a_source_runs_only_where_that_source_holds_its_tabl
     assert scenario.unavailable(spec, with_sql_server) is None
     assert "needs the mssql source" in scenario.unavailable(spec, native)
     assert scenario.unavailable(scenario.load(SHIPPED[0]), native) is None, "an unbound scenario runs anywhere"
+
+
+def test_cli_run_with_a_missing_job_file_says_so_and_runs_nothing(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "sandbox.cli", "scenario", "run", str(SHIPPED[0]), "--job",
+                             str(tmp_path / "no-job.yaml")], capture_output=True, text=True, cwd=PROJECT_ROOT,
+                            env={**os.environ, "COLUMNS": "400", "SANDBOX_STATE_DIR": str(tmp_path)})
+    assert result.returncode == 1
+    assert f"no job file {tmp_path / 'no-job.yaml'}" in result.stdout.replace("\n", "")
