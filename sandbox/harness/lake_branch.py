@@ -58,20 +58,8 @@ class LakeBranches:
         up when it lags the topics by more than `CATCH_UP_LAG` events (the branch's job would otherwise replay
         them), or is rebuilt when a topic was recreated (its offsets lie past the topic's end)."""
         specs = [s for s in self.baseline.config.tables if only is None or s.table in only]
-        offsets = self.catch_up(only)
-        if any(spec.topic not in offsets for spec in specs):
-            return None
-        self.branches += 1
-        for spec in specs:
-            copy_prefix(self.s3, self.baseline.path(spec.table), f"{lake}/silver/{spec.table}")
-        return from_earliest_where_unread(self.settings, {spec.topic: offsets[spec.topic] for spec in specs})
-
-    def catch_up(self, only: list[str] | None = None) -> dict[str, dict[str, int]]:
-        """Run the baseline's job if it lags the topics of `only` (every table) by more than `CATCH_UP_LAG` events,
-        after rebuilding it if it cannot serve; returns the offsets its checkpoint committed."""
-        topics = [s.topic for s in self.baseline.config.tables if only is None or s.table in only]
         offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
-        lag = topic_lag(self.settings, offsets, topics)
+        lag = topic_lag(self.settings, offsets, [spec.topic for spec in specs])
         if lag is None or not self._current_layout():
             lag = None
             delete_prefix(self.s3, self.baseline.config.lake)
@@ -81,7 +69,12 @@ class LakeBranches:
             self.catch_up_seconds.append(time.monotonic() - started)
             self._mark_layout()
             offsets = committed_offsets(self.s3, self.baseline.config.checkpoint())
-        return offsets
+        if any(spec.topic not in offsets for spec in specs):
+            return None
+        self.branches += 1
+        for spec in specs:
+            copy_prefix(self.s3, self.baseline.path(spec.table), f"{lake}/silver/{spec.table}")
+        return from_earliest_where_unread(self.settings, {spec.topic: offsets[spec.topic] for spec in specs})
 
     def _current_layout(self) -> bool:
         """False for a baseline an earlier version of the job wrote in another layout (rebuilt, not copied).

@@ -4,7 +4,6 @@ the fuzzer's replays both take their lakes from here. Spark is imported only whe
 
 from __future__ import annotations
 
-import threading
 import uuid
 
 from sandbox.config import Settings
@@ -48,47 +47,3 @@ def finish(pipes: list, failed: bool) -> None:
             KEPT_LAKES.append(pipe.config.lake)
         else:
             delete_prefix(s3_client(pipe.settings.url("localstack")), pipe.config.lake, whole_names=False)
-
-
-class SessionWarmup:
-    """What the first end-to-end test of a session would wait for, made in a thread while the tests before it (the
-    unit tests) run: TICKIT in the sources, the session's Spark session and the baseline lake caught up with the
-    topics. The fixtures take what it made; anything it could not make they make themselves, as without it."""
-
-    def __init__(self):
-        self.thread: threading.Thread | None = None
-        self.loaded = self.spark = self.branches = None
-        self.problem: str | None = None
-
-    def start(self, settings: Settings, branch: bool) -> None:
-        self.thread = threading.Thread(target=self._warm, args=(settings, branch), name="sandbox-warmup", daemon=True)
-        self.thread.start()
-
-    def _warm(self, settings: Settings, branch: bool) -> None:
-        from sandbox.harness.lake_branch import LakeBranches
-        from sandbox.harness.pipeline import spark_for
-        from sandbox.sources import tickit
-        from sandbox.stack import backends
-
-        try:
-            statuses, connectors = backends.of(settings).status(settings)
-            if not all(s.state in ("running", "external") for s in statuses) or \
-                    any(state != "RUNNING" for _, state in connectors):
-                self.problem = "the sandbox was not running: the fixtures bring it up"
-                return
-            self.loaded = tickit.load(settings, tickit.GeneratedRows(seed=0, scale=1.0))
-            self.spark = spark_for(settings)
-            if branch:
-                self.branches = LakeBranches(settings, self.spark)
-                self.branches.catch_up()
-        except Exception as exc:  # the fixtures do it again, and fail there with the full story
-            self.problem = f"{type(exc).__name__}: {exc}"
-
-    def take(self) -> "SessionWarmup":
-        """Wait for the warm-up to end (at once if it never started)."""
-        if self.thread is not None:
-            self.thread.join()
-        return self
-
-
-WARMUP = SessionWarmup()

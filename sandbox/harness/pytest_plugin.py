@@ -20,7 +20,7 @@ import port_for
 import pytest
 
 from sandbox.config import DEFAULT_PORTS, Settings
-from sandbox.harness.lakes_for_tests import KEPT_LAKES, SESSION_BRANCHES, WARMUP, finish, pipeline_on_new_lake
+from sandbox.harness.lakes_for_tests import KEPT_LAKES, SESSION_BRANCHES, finish, pipeline_on_new_lake
 from sandbox.harness.oracle import RUN_STATS, Oracle
 from sandbox.sources import tickit
 from sandbox.sources.mutations import Mutator
@@ -153,7 +153,7 @@ def lake_bucket(sandbox: Settings) -> str:
 @pytest.fixture(scope="session")
 def tickit_loaded(sandbox: Settings):
     """The source databases hold generated TICKIT (seed 0, original size); returns what the load did."""
-    return WARMUP.take().loaded or tickit.load(sandbox, tickit.GeneratedRows(seed=0, scale=1.0))
+    return tickit.load(sandbox, tickit.GeneratedRows(seed=0, scale=1.0))
 
 
 @pytest.fixture
@@ -167,7 +167,7 @@ def spark(sandbox: Settings):
     """A Spark session with the job's jars and S3 settings (shared by every pipeline of the session)."""
     from sandbox.harness.pipeline import spark_for
 
-    session = WARMUP.take().spark or spark_for(sandbox)
+    session = spark_for(sandbox)
     yield session
     session.stop()
 
@@ -187,27 +187,10 @@ def lake_branches(sandbox: Settings, spark):
     runs a deliberately broken job (its lakes must be written by that job from the first change on)."""
     from sandbox.harness.lake_branch import LakeBranches
 
-    if not _branching():
+    if os.environ.get("SANDBOX_BRANCH_LAKES", "1") == "0" or os.environ.get("SANDBOX_BROKEN_JOB"):
         return None
-    warm = WARMUP.take().branches
-    SESSION_BRANCHES.append(warm if warm is not None and warm.baseline.spark is spark else LakeBranches(sandbox, spark))
+    SESSION_BRANCHES.append(LakeBranches(sandbox, spark))
     return SESSION_BRANCHES[-1]
-
-
-def _branching() -> bool:
-    return os.environ.get("SANDBOX_BRANCH_LAKES", "1") != "0" and not os.environ.get("SANDBOX_BROKEN_JOB")
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session):
-    """With end-to-end tests after others (the unit tests), TICKIT's load, the Spark session and the baseline's
-    catch-up start in a thread at once (`SessionWarmup`) instead of when the first end-to-end test asks."""
-    config = session.config
-    if config.option.collectonly or config.getoption("--sandbox") != "attach" or not session.items:
-        return
-    first_needing = next((n for n, item in enumerate(session.items) if "spark" in item.fixturenames), None)
-    if first_needing:  # None: no test needs Spark; 0: nothing to run meanwhile
-        WARMUP.start(Settings.load(), branch=_branching())
 
 
 @pytest.fixture(scope="session")
@@ -328,8 +311,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                      key=lambda r: r.duration, reverse=True)[:5]
     lines += [f"slowest: {r.nodeid} {r.duration:.0f} s" for r in slowest]
     lines += [f"lake kept after a failure: {lake}" for lake in KEPT_LAKES]
-    if WARMUP.problem:
-        lines.append(f"no warm-up while the first tests ran: {WARMUP.problem}")
     terminalreporter.write_sep("=", "sandbox summary")
     for line in lines:
         terminalreporter.write_line(line)
