@@ -25,6 +25,10 @@ POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog", "sql
 # made a single-row upsert of `sale` (172k rows) take 2.7 s, four 1.5 s; eight cut a seven-table batch by about
 # 1.5 s more, sixteen slowed the backlog and the reads (README, "The job's settings").
 TABLE_BUCKETS = {"listing": 8, "sale": 8, "user": 4}
+# The JVM's quick compiler alone: for processes that run many small Spark jobs over minutes (the harness's session,
+# a run of the job that processes what Kafka holds and exits), the optimizing compiler's threads cost more CPU than
+# its code saves on two cores (README, "The job's settings").
+QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
 
 
 def job_config(settings: Settings, lake: str | None = None, only: list[str] | None = None, **options) -> JobConfig:
@@ -117,7 +121,9 @@ def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
     """spark-submit the job; each micro-batch's summary becomes one line through `say`, and Spark's own log (and
     the JVM's warnings) go to `<state>/logs/job.log`, whose tail is shown if the job fails."""
     archive_option, recording = class_archive.java_options(settings, config, record=once)
-    command = spark_submit_command(config, write_config(settings, config), once, archive_option)
+    # A run of a few batches is over before the optimizing compiler pays for itself (README, "The job's settings").
+    java_options = " ".join(filter(None, [archive_option, QUICK_COMPILER if once else ""]))
+    command = spark_submit_command(config, write_config(settings, config), once, java_options)
     log = settings.log_file("job")
     log.parent.mkdir(parents=True, exist_ok=True)
     say(f"job: spark-submit {'--once' if once else '--continuous'} on {config.lake} (Spark log: {log})")

@@ -27,6 +27,7 @@ from spark_jobs.job_config import TableSpec
 
 given = json.load(sys.stdin)
 spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
+    .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1") \\
     .config("spark.sql.session.timeZone", "UTC").getOrCreate()
 spec = TableSpec(topic="tickit.ems.category", table="category", key=("catid",), position="lsn")
 changes = spark.createDataFrame(

@@ -137,7 +137,8 @@ SPARK_FOLD = """
 import json, sys
 from pyspark.sql import SparkSession, functions as F
 from spark_jobs.decode import source_position
-spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
+    .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1").getOrCreate()
 given, folded = json.load(sys.stdin), {}
 for kind, (schema, events) in given.items():
     positioned = source_position(spark.createDataFrame(events, schema), kind)
