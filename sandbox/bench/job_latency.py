@@ -156,8 +156,7 @@ def peak_memory_mb(pipe: Pipeline) -> float:
 
 
 def report(settings: Settings, print_line, trigger_seconds: float = 1.0) -> None:
-    pipe = Pipeline.start(settings, lake=f"s3a://{settings.topology.lake_bucket}/bench-job-{int(time.time())}",
-                          quick_compiler=False)  # the job as `sandbox job run --continuous` runs it
+    pipe = Pipeline.start(settings, lake=f"s3a://{settings.topology.lake_bucket}/bench-job-{int(time.time())}")
     try:
         seconds, events = initial_load(pipe)
         print_line(f"job initial load into 7 silver tables: {events} rows in {seconds:.1f} s "

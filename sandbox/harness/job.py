@@ -25,9 +25,8 @@ POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog", "sql
 # made a single-row upsert of `sale` (172k rows) take 2.7 s, four 1.5 s; eight cut a seven-table batch by about
 # 1.5 s more, sixteen slowed the backlog and the reads (README, "The job's settings").
 TABLE_BUCKETS = {"listing": 8, "sale": 8, "user": 4}
-# The JVM's quick compiler alone: for processes that run many small Spark jobs over minutes (the harness's session,
-# a run of the job that processes what Kafka holds and exits), the optimizing compiler's threads cost more CPU than
-# its code saves on two cores (README, "The job's settings").
+# The JVM's quick compiler alone, for a run that processes what Kafka holds and exits: its optimizing compiler's
+# threads cost more than their code saves in so short a life (README, "The job's settings").
 QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
 
 

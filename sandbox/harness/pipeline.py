@@ -42,16 +42,14 @@ HARNESS_S3A_RETRIES = {"spark.hadoop.fs.s3a.attempts.maximum": "3", "spark.hadoo
                        "spark.hadoop.fs.s3a.retry.interval": "100ms"}
 
 
-def spark_for(settings: Settings, config: JobConfig | None = None, quick_compiler: bool = True):
-    """A Spark session with the job's jars and S3 settings for this sandbox; `quick_compiler=False` runs the JVM
-    as the deployed job's (the bench measures that)."""
+def spark_for(settings: Settings, config: JobConfig | None = None):
+    """A Spark session with the job's jars and S3 settings for this sandbox."""
     os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
     time.tzset()
     config = config or job.job_config(settings)
     archive_option, _ = class_archive.java_options(settings, config, record=False)
     quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **config.extra_spark_conf})
-    compiler = job.QUICK_COMPILER if quick_compiler else ""
-    return spark_session(quick_to_fail, java_options=" ".join(filter(None, [archive_option, compiler])))
+    return spark_session(quick_to_fail, java_options=archive_option)
 
 
 def closed_port() -> int:
@@ -106,7 +104,7 @@ class Pipeline:
 
     @classmethod
     def start(cls, settings: Settings, lake: str, job_under_test: jobs.JobUnderTest | None = None,
-              quick_compiler: bool = True, **options) -> "Pipeline":
+              **options) -> "Pipeline":
         """The job (the built-in one unless `job_under_test`) on `lake`, in a Spark session of its own."""
         job_under_test = job_under_test or jobs.builtin_job()
         if job_under_test.tables is not None and options.get("only"):
@@ -115,7 +113,7 @@ class Pipeline:
                 raise SandboxError(f"the job {job_under_test.name} does not write {', '.join(sorted(missing))}",
                                    "choose a scenario over the tables its job file lists")
         config = job.job_config(settings, lake=lake, **options)
-        return cls(settings, config, spark_for(settings, config, quick_compiler), job=job_under_test)
+        return cls(settings, config, spark_for(settings, config), job=job_under_test)
 
     def sibling(self, lake: str, **options) -> "Pipeline":
         """Another lake (and job options) in the same Spark session, e.g. Merge-on-Read beside Copy-on-Write."""
