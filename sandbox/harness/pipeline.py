@@ -182,6 +182,11 @@ class Pipeline:
         self.paused = True
         self.resume_continuous = self.query is not None
         self.stop_continuous()
+        if self.resume_continuous and self.drives_job and on_s3(self.config.checkpoint()) \
+                and self.settled_offsets() is None:
+            # The stop cut a micro-batch short. Spark runs it again first when the job resumes, apart from the
+            # changes made while paused: it runs now, before any of them.
+            self.job.start(self.spark, self.config, True, self.reports.append).awaitTermination()
 
     def resume(self) -> None:
         self.paused = False

@@ -60,3 +60,21 @@ def start_and_kill_mid_batch(sandbox, s3, config, tmp_path) -> int | None:
     finally:
         os.killpg(killed.pid, signal.SIGKILL)
         killed.wait()
+
+
+def test_a_pause_that_cuts_a_batch_short_keeps_the_paused_changes_in_one_batch(pipeline_factory, oracle_factory,
+                                                                              mutator):
+    """Stopping a continuous job mid-batch leaves that batch to run again first when the job starts: the pause
+    finishes it, so that the changes made while paused still reach the job together."""
+    pipeline = pipeline_factory(only=["category"])
+    oracle = oracle_factory(pipeline)
+    pipeline.start_continuous()
+    oracle.track(["category"])
+    mutator.touch("category")
+    oracle.wait_delivered()
+    wait_until(lambda: pipeline.query.status["message"] == "Processing new data", 60, "the job to start a batch")
+    oracle.pause()
+    mutator.touch("category")
+    mutator.touch("category")
+    oracle.resume()
+    oracle.round("changed while paused, after a batch was cut short")
