@@ -10,8 +10,8 @@ It differs from the sandbox's own job (`spark_jobs/cdc_hudi_job.py`) where teams
   - Hudi deduplicates each batch itself (`hoodie.combine.before.upsert`) and keeps the existing row when an
     incoming change orders before it (event-time ordering): no window function of the job's own;
   - no bronze table and no quarantine, Hudi's default index, and `hoodie.*` settings straight from the file.
-Deletes stay as soft deletes (`__deleted = 'true'`). Avro decoding is the sandbox's (`spark_jobs.decode`), as a
-team would use its platform's deserializer.
+Deletes stay as soft deletes (`__deleted = 'true'`) unless `hard.deletes=true`. Avro decoding is the sandbox's
+(`spark_jobs.decode`), as a team would use its platform's deserializer.
 
 Run: spark-submit examples/team_job/job.py --properties examples/team_job/job.properties [--set key=value ...]
      (--once | --continuous)
@@ -82,6 +82,8 @@ def ordering_value(rows: DataFrame, ordering: str) -> DataFrame:
 
 
 def write_table(rows: DataFrame, table: str, key: str, settings: dict[str, str]) -> None:
+    if settings.get("hard.deletes") == "true":
+        rows = rows.withColumn("_hoodie_is_deleted", F.col("__deleted") == F.lit("true"))
     options = {
         "hoodie.table.name": table,
         "hoodie.datasource.write.operation": "upsert",
@@ -125,7 +127,9 @@ def start(spark: SparkSession, settings: dict[str, str], once: bool):
 
 # The sandbox's values (`sandbox/harness/jobs.py`) and the settings they fill.
 SANDBOX_VALUES = {"kafka_bootstrap": "kafka.bootstrap.servers", "registry_url": "registry.url", "silver": "silver",
-                  "checkpoint": "checkpoint", "starting_offsets": "starting.offsets", "tables": "tables"}
+                  "checkpoint": "checkpoint", "starting_offsets": "starting.offsets", "tables": "tables",
+                  "table_type": "hoodie.datasource.write.table.type", "hard_deletes": "hard.deletes",
+                  "compaction_delta_commits": "hoodie.compact.inline.max.delta.commits"}
 
 
 def start_for_sandbox(spark: SparkSession, sandbox: dict[str, str], once: bool):
@@ -134,6 +138,8 @@ def start_for_sandbox(spark: SparkSession, sandbox: dict[str, str], once: bool):
     settings = read_properties(Path(__file__).with_name("job.properties"))
     settings |= {SANDBOX_VALUES.get(name, name): value for name, value in sandbox.items()
                  if name in SANDBOX_VALUES or name in settings}
+    if settings["hoodie.datasource.write.table.type"] == "MERGE_ON_READ":
+        settings["hoodie.compact.inline"] = "true"
     return start(spark, settings, once)
 
 
