@@ -190,14 +190,15 @@ class Oracle:
             positioned = self.pipeline.job.records_positions
             first = next((c for c in self.pipeline.timeline(table)
                           if (before is None or c.instant > before)
-                          and (c.max_source_position is not None or not positioned)), None)
+                          and (c.max_source_position is not None if positioned else c.writes_changes)), None)
             # A job that records no positions: the commit the round waited for must be the first since the pause.
             if first is None or (first.max_source_position < target if positioned
                                  else first.instant != commits[table].instant):
+                reached = (f"reached {first.max_source_position if first else '-'}" if positioned
+                           else f"is not the commit that holds them, {commits[table].instant}")
                 raise NotOneBatch(f"{table}: the changes made while the job was paused (up to source position "
                                   f"{target}) did not land in one commit; the first commit after the pause "
-                                  f"{first.instant if first else '(none)'} reached "
-                                  f"{first.max_source_position if first else '-'}")
+                                  f"{first.instant if first else '(none)'} {reached}")
 
     def verify_history(self) -> None:
         """Time travel to every recorded commit and the incremental reads between them; the latest snapshot
@@ -398,8 +399,10 @@ class Oracle:
               on_rows_built=lambda name, seconds: self._count_read(name, seconds, 0))
 
     def _where(self, what: str, entry: Recorded) -> str:
+        position = entry.commit.max_source_position
+        reached = "a job that records no source position" if position is None else f"source position {position}"
         return (f"silver {entry.table} in {self.pipeline.config.lake}, {what}, commit {entry.commit.instant} "
-                f"(round {entry.label!r}, source position {entry.commit.max_source_position}):\n")
+                f"(round {entry.label!r}, {reached}):\n")
 
     def _count_read(self, reader: str, seconds: float, rows: int) -> None:
         with STATS_LOCK:

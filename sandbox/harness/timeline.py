@@ -21,6 +21,7 @@ from sandbox.harness.checkpoint import split_uri
 MAX_POSITION_KEY = "sandbox.max_source_position"
 BATCH_ID_KEY = "sandbox.batch_id"
 COMPLETED_ACTIONS = ("commit", "deltacommit", "replacecommit")
+MAINTENANCE = ("COMPACT", "LOG_COMPACT", "CLUSTER")  # operations that rewrite files without writing changes
 COMPLETED_FILES = "*_*.*"  # <requested>_<completed>.<action>; requested and inflight files have no completion time
 
 
@@ -32,6 +33,11 @@ class Commit:
     max_source_position: int | None
     batch_id: int | None
     operation: str
+
+    @property
+    def writes_changes(self) -> bool:
+        """A commit of the job's writes, not Hudi's own upkeep (compaction, clustering)."""
+        return self.operation.upper() not in MAINTENANCE
 
 
 def read_timeline(spark, path: str) -> list[Commit]:
