@@ -177,8 +177,10 @@ def job_under_test(request):
     """The job the pipelines run (`--sandbox-job`); override this fixture to put another job under test."""
     from sandbox.harness import jobs
 
-    settings = dict(item.partition("=")[::2] for item in request.config.getoption("--sandbox-job-set"))
-    return jobs.load(request.config.getoption("--sandbox-job"), settings)
+    given = request.config.getoption("--sandbox-job-set")
+    if malformed := [item for item in given if "=" not in item]:
+        raise pytest.UsageError(f"--sandbox-job-set takes KEY=VALUE, not {', '.join(malformed)}")
+    return jobs.load(request.config.getoption("--sandbox-job"), dict(item.split("=", 1) for item in given))
 
 
 @pytest.fixture(scope="session")
