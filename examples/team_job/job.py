@@ -30,6 +30,7 @@ if __package__ in (None, ""):  # run as a plain file by spark-submit
 from pyspark.sql import DataFrame, SparkSession, functions as F  # noqa: E402
 
 from spark_jobs.decode import SchemaCache, decode, schema_pairs  # noqa: E402
+from spark_jobs.job_config import TableSpec  # noqa: E402
 
 ORDERINGS = ("source_ts_ms", "source_sequence")
 ORDERING_COLUMN = "_ordering"
@@ -113,7 +114,7 @@ def start(spark: SparkSession, settings: dict[str, str], once: bool):
     def each_batch(batch: DataFrame, batch_id: int) -> None:
         batch = batch.cache()
         _, pairs = schema_pairs(batch)
-        specs = [_Topic(topic, table) for topic, table in by_topic.items()]
+        specs = [TableSpec(topic, table, (tables[table]["key"],), "") for topic, table in by_topic.items()]
         decoded = decode(batch, specs, schemas, pairs)
         for table, rows in decoded.tables.items():
             keep = [c for c in rows.columns if c not in ("topic", "partition", "offset", "timestamp", "_schema_id")]
@@ -141,13 +142,6 @@ def start_for_sandbox(spark: SparkSession, sandbox: dict[str, str], once: bool):
     if settings["hoodie.datasource.write.table.type"] == "MERGE_ON_READ":
         settings["hoodie.compact.inline"] = "true"
     return start(spark, settings, once)
-
-
-class _Topic:
-    """What `spark_jobs.decode.decode` needs to know of a topic."""
-
-    def __init__(self, topic: str, table: str):
-        self.topic, self.table = topic, table
 
 
 def main(argv: list[str] | None = None) -> int:

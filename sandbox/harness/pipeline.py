@@ -186,7 +186,7 @@ class Pipeline:
                 and self.settled_offsets() is None:
             # The stop cut a micro-batch short. Spark runs it again first when the job resumes, apart from the
             # changes made while paused: it runs now, before any of them.
-            self.job.start(self.spark, self.config, True, self.reports.append).awaitTermination()
+            self.run_once()
 
     def resume(self) -> None:
         self.paused = False

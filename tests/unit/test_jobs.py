@@ -70,7 +70,7 @@ def test_a_submitted_job_that_fails_shows_its_last_output(tmp_path):
 
 
 def test_a_submitted_job_stops_when_asked(tmp_path):
-    job = jobs.SubmittedJob(shlex.split(f"{sys.executable} -c 'import time; time.sleep(60)'"), cwd=tmp_path)
+    job = jobs.SubmittedJob(shlex.split(f"{sys.executable} -c 'import signal; signal.pause()'"), cwd=tmp_path)
     assert job.exception() is None
     job.stop()
     assert job.process.returncode is not None
