@@ -55,8 +55,8 @@ def spark_for(settings: Settings, config: JobConfig | None = None):
     config = config or job.job_config(settings)
     archive_option, _ = class_archive.java_options(settings, config, record=False)
     harness_conf = {**HARNESS_S3A_RETRIES, "spark.driver.memory": HARNESS_DRIVER_MEMORY}
-    quick_to_fail = replace(config, extra_spark_conf={**harness_conf, **config.extra_spark_conf})
-    return spark_session(quick_to_fail, java_options=archive_option)
+    harness_config = replace(config, extra_spark_conf={**harness_conf, **config.extra_spark_conf})
+    return spark_session(harness_config, java_options=archive_option)
 
 
 def closed_port() -> int:
