@@ -42,21 +42,14 @@ HARNESS_S3A_RETRIES = {"spark.hadoop.fs.s3a.attempts.maximum": "3", "spark.hadoo
                        "spark.hadoop.fs.s3a.retry.interval": "100ms"}
 
 
-# The harness's one driver JVM runs every test's job and reads for a whole session. With Spark's default 1 GB heap,
-# G1's concurrent marking and collections took 32 s of its 222 CPU-seconds over the scenarios, test_job.py and the
-# property test; with 3 GB, 6 s (README, "The job's settings").
-HARNESS_DRIVER_MEMORY = "3g"
-
-
 def spark_for(settings: Settings, config: JobConfig | None = None):
     """A Spark session with the job's jars and S3 settings for this sandbox."""
     os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
     time.tzset()
     config = config or job.job_config(settings)
     archive_option, _ = class_archive.java_options(settings, config, record=False)
-    harness_conf = {**HARNESS_S3A_RETRIES, "spark.driver.memory": HARNESS_DRIVER_MEMORY}
-    harness_config = replace(config, extra_spark_conf={**harness_conf, **config.extra_spark_conf})
-    return spark_session(harness_config, java_options=archive_option)
+    quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **config.extra_spark_conf})
+    return spark_session(quick_to_fail, java_options=archive_option)
 
 
 def closed_port() -> int:
