@@ -83,9 +83,9 @@ def sandbox(request, sandbox_settings: Settings):
                 yield settings
             return
         orphans.reap()  # what sessions that were killed left running
-        native.up(sandbox_settings, quiet)
-        entry = orphans.register(sandbox_settings, native.all_services(sandbox_settings))
+        entry = orphans.register(sandbox_settings)
         try:
+            native.up(sandbox_settings, quiet)
             yield sandbox_settings
         finally:
             native.down(sandbox_settings, quiet)

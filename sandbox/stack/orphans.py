@@ -1,10 +1,12 @@
 """Ephemeral sandboxes whose pytest session died (SIGKILL, a cancelled CI job) are found and stopped later.
 
-A native ephemeral sandbox registers itself in the user's cache (`cdc-sandbox/ephemeral/<name>.json`): the pytest
-process that owns it and each service process, every one with its start time so that a recycled pid is never
-mistaken for it. A session that ends removes its entry; the next ephemeral session and `sandbox status` stop the
-processes of every entry whose owner is gone. The state directory may be gone by then (pytest prunes old temporary
-directories), so the entry, not the pid files, says what to stop.
+A native ephemeral sandbox registers itself in the user's cache (`cdc-sandbox/ephemeral/<name>.json`) before its
+first service starts: its state directory and the pytest process that owns it, with that process's start time so
+that a recycled pid is never mistaken for it. A session that ends removes its entry; the next ephemeral session
+and `sandbox status` stop the processes of every entry whose owner is gone. Those are found by what they are, not
+by a list kept as they start (a session killed during `up` never finished one): servers the sandbox started
+(their environment names their service) running in the state directory or under it (Postgres and MariaDB move
+into their data directories). That works after pytest pruned the directory too: the kernel still reports it.
 """
 
 from __future__ import annotations
@@ -17,22 +19,22 @@ from pathlib import Path
 import psutil
 
 from sandbox.config import Settings, user_cache_dir
+from sandbox.stack.process import SERVICE_MARK
 
 STOP_TIMEOUT = 20
+REMOVED = " (deleted)"  # how Linux shows a working directory that no longer exists
 
 
 def registry() -> Path:
     return user_cache_dir(os.environ) / "ephemeral"
 
 
-def register(settings: Settings, services) -> Path:
-    """Record the running services of an ephemeral sandbox as owned by this process."""
+def register(settings: Settings) -> Path:
+    """Record an ephemeral sandbox as owned by this process; call it before starting any of its services."""
     entry = registry() / f"{uuid.uuid4().hex}.json"
     entry.parent.mkdir(parents=True, exist_ok=True)
-    processes = [_identity(pid) | {"service": svc.name} for svc in services if (pid := svc.pid()) is not None]
     partial = entry.with_suffix(".partial")  # a reaper reading the registry never sees half an entry
-    partial.write_text(json.dumps({"state_dir": str(settings.state_dir), "owner": _identity(os.getpid()),
-                                   "processes": processes}))
+    partial.write_text(json.dumps({"state_dir": str(settings.state_dir.resolve()), "owner": _identity(os.getpid())}))
     partial.rename(entry)
     return entry
 
@@ -44,13 +46,29 @@ def reap() -> list[str]:
         recorded = json.loads(entry.read_text())
         if _alive(recorded["owner"]) is not None:
             continue
-        left = [p for p in recorded["processes"] if _alive(p) is not None]
-        _stop([_alive(p) for p in left])
+        left = servers_in(Path(recorded["state_dir"]))
+        names = sorted({name for _, name in left})
+        _stop([process for process, _ in left])
         entry.unlink(missing_ok=True)
         if left:
             stopped.append(f"stopped an ephemeral sandbox left by dead pytest session {recorded['owner']['pid']} "
-                           f"({', '.join(p['service'] for p in left)}; state was {recorded['state_dir']})")
+                           f"({', '.join(names)}; state was {recorded['state_dir']})")
     return stopped
+
+
+def servers_in(state_dir: Path) -> list[tuple[psutil.Process, str]]:
+    """The sandbox servers (with their service's name) whose working directory is `state_dir` or under it."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            cwd = Path(process.cwd().removesuffix(REMOVED))
+            if cwd == state_dir or state_dir in cwd.parents:
+                service = process.environ().get(SERVICE_MARK)
+                if service is not None:
+                    found.append((process, service))
+        except psutil.Error:
+            continue
+    return found
 
 
 def _identity(pid: int) -> dict:

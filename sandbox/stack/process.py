@@ -20,6 +20,10 @@ from mirakuru.exceptions import ProcessExitedWithError, TimeoutExpired
 
 from sandbox.errors import SandboxError
 
+# Every server's environment names its service: a sandbox's processes are found by it even before a pid file is
+# written (`orphans.reap`).
+SERVICE_MARK = "SANDBOX_SERVICE"
+
 
 class DetachedExecutor(Executor):
     """A mirakuru executor for a server that must keep running after this Python process exits."""
@@ -60,7 +64,7 @@ def start_detached(
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     popen_kwargs = run_as_kwargs(user)
     executor = DetachedExecutor(
-        command, ready, log_file, envvars=env or {}, cwd=str(cwd) if cwd else None,
+        command, ready, log_file, envvars={**(env or {}), SERVICE_MARK: service}, cwd=str(cwd) if cwd else None,
         timeout=timeout, sleep=0.25, popen_kwargs=popen_kwargs,
     )
     try:

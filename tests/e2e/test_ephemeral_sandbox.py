@@ -9,10 +9,12 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from sandbox.config import DEFAULT_PORTS
+from sandbox.stack import orphans
 from sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -73,21 +75,35 @@ def test_holds_its_ephemeral_sandbox_until_killed(sandbox):
 '''
 
 
-def test_a_killed_session_leaves_no_sandbox_running(pytester):
+def test_a_session_killed_during_up_leaves_no_sandbox_running(pytester):
+    """Killed as soon as its first service answers, while the others still start: nothing of it runs on."""
     pytester.makepyfile(test_holding=HOLDING_SUITE)
     session = subprocess.Popen([sys.executable, "-m", "pytest", "--sandbox=ephemeral", "-p", "no:cacheprovider",
                                 "-q", "test_holding.py"], cwd=pytester.path, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
-        wait_until(lambda: (pytester.path / "seen.json").exists() or session.poll() is not None, 600,
-                   "the session's ephemeral sandbox to be up")
+        state_dir = wait_until(lambda: first_service_up(session.pid) or session.poll() is not None, 600,
+                               "the session's first ephemeral service to answer")
         assert session.poll() is None, "the session ended before it could be killed"
     finally:
         session.kill()
         session.wait()
-    ports = json.loads((pytester.path / "seen.json").read_text())["ports"]
-    assert [port for port in ports.values() if listening(port)], "the dead session's sandbox runs on"
+    assert not (pytester.path / "seen.json").exists(), "killed during `up`, not after it"
+    assert orphans.servers_in(state_dir), "the dead session's services run on"
     shown = subprocess.run([sys.executable, "-m", "sandbox", "status"], capture_output=True, text=True, timeout=300,
                            env={**os.environ, "COLUMNS": "400"})
     assert f"stopped an ephemeral sandbox left by dead pytest session {session.pid}" in shown.stdout, shown.stdout
-    assert [port for port in ports.values() if listening(port)] == [], "nothing of it runs after `sandbox status`"
+    assert orphans.servers_in(state_dir) == [], "nothing of it runs after `sandbox status`"
+    ports = json.loads((state_dir / "ports.json").read_text())
+    assert [port for port in ports.values() if listening(port)] == []
+
+
+def first_service_up(owner_pid: int) -> Path | None:
+    """The state directory of the ephemeral sandbox `owner_pid` registered, once one of its services has a pid
+    file (it answered its readiness check)."""
+    for entry in orphans.registry().glob("*.json"):
+        recorded = json.loads(entry.read_text())
+        state_dir = Path(recorded["state_dir"])
+        if recorded["owner"]["pid"] == owner_pid and any((state_dir / "run").glob("*.pid")):
+            return state_dir
+    return None
