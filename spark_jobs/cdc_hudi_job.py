@@ -250,7 +250,7 @@ def process_batch(spark: SparkSession, config: JobConfig, schemas: SchemaCache, 
     with ThreadPoolExecutor(max_workers=UPSERT_THREADS) as pool:
         bronze = pool.submit(in_query(timed), watch, "bronze", write_bronze, batch, config, batch_id)
         with watch.phase("decode"):
-            decoded = decode(batch, list(config.tables), schemas, pairs)
+            decoded = decode(batch, {t.topic: t.table for t in config.tables}, schemas, pairs)
         quarantine = pool.submit(in_query(timed), watch, "quarantine", write_quarantine, decoded.quarantine, config,
                                  batch_id)
         changed = [spec for spec in config.tables if spec.table in decoded.tables]

@@ -18,7 +18,6 @@ from pyspark.sql.types import IntegerType, LongType
 from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.avro_schema import epoch_fields
-from spark_jobs.job_config import TableSpec
 
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]
 # Binlog and SQL Server positions are integers of up to 38 digits. The harness folds them on its own
@@ -110,11 +109,11 @@ def schema_pairs(batch: DataFrame) -> tuple[int, list[tuple[str, int]]]:
     return sum(row["count"] for row in counts), sorted({(row["topic"], row["_schema_id"]) for row in counts if row["ok"]})
 
 
-def decode(batch: DataFrame, specs: list[TableSpec], schemas: SchemaCache,
+def decode(batch: DataFrame, tables_by_topic: dict[str, str], schemas: SchemaCache,
            pairs: list[tuple[str, int]] | None = None) -> DecodedBatch:
-    """The batch's change rows per table, and what cannot be decoded. `pairs` (from `schema_pairs`) saves a job."""
+    """The batch's change rows per table (named by `tables_by_topic`), and what cannot be decoded. `pairs` (from
+    `schema_pairs`) saves a job."""
     rows = framed(batch.filter(F.col("value").isNotNull())).cache()
-    by_topic = {spec.topic: spec for spec in specs}
     bad = [_quarantined(rows.filter(~F.col("_framed") | (F.length("value") < 9)), "not Apicurio-framed Avro "
                         "(magic byte is not 0 or the message is shorter than its header)")]
     decoded: dict[str, list[DataFrame]] = {}
@@ -131,8 +130,7 @@ def decode(batch: DataFrame, specs: list[TableSpec], schemas: SchemaCache,
         bad.append(_quarantined(with_record.filter(F.col("_record").isNull()),
                                 f"body does not decode with schema id {schema_id}"))
         good = with_record.filter(F.col("_record").isNotNull()).select(*KAFKA_COLUMNS, "_schema_id", "_record.*")
-        table = by_topic[topic].table
-        decoded.setdefault(table, []).append(with_source_types(good, schema))
+        decoded.setdefault(tables_by_topic[topic], []).append(with_source_types(good, schema))
     tables = {t: reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts) for t, parts in decoded.items()}
     return DecodedBatch(tables, reduce(DataFrame.unionByName, bad))
 

@@ -30,7 +30,6 @@ if __package__ in (None, ""):  # run as a plain file by spark-submit
 from pyspark.sql import DataFrame, SparkSession, functions as F  # noqa: E402
 
 from spark_jobs.decode import SchemaCache, decode, schema_pairs  # noqa: E402
-from spark_jobs.job_config import TableSpec  # noqa: E402
 
 ORDERINGS = ("source_ts_ms", "source_sequence")
 ORDERING_COLUMN = "_ordering"
@@ -114,8 +113,7 @@ def start(spark: SparkSession, settings: dict[str, str], once: bool):
     def each_batch(batch: DataFrame, batch_id: int) -> None:
         batch = batch.cache()
         _, pairs = schema_pairs(batch)
-        specs = [TableSpec(topic, table, (tables[table]["key"],), "") for topic, table in by_topic.items()]
-        decoded = decode(batch, specs, schemas, pairs)
+        decoded = decode(batch, by_topic, schemas, pairs)
         for table, rows in decoded.tables.items():
             keep = [c for c in rows.columns if c not in ("topic", "partition", "offset", "timestamp", "_schema_id")]
             write_table(ordering_value(rows.select(*keep), ordering), table, tables[table]["key"], settings)

@@ -187,18 +187,14 @@ class Oracle:
     def _check_one_batch(self, commits: dict[str, Commit]) -> None:
         for table in [t for t in commits if t in self._resumed]:
             before, target = self._resumed.pop(table)
-            positioned = self.pipeline.job.records_positions
-            first = next((c for c in self.pipeline.timeline(table)
-                          if (before is None or c.instant > before)
-                          and (c.max_source_position is not None if positioned else c.writes_changes)), None)
-            # A job that records no positions: the commit the round waited for must be the first since the pause.
-            if first is None or (first.max_source_position < target if positioned
-                                 else first.instant != commits[table].instant):
-                reached = (f"reached {first.max_source_position if first else '-'}" if positioned
-                           else f"is not the commit that holds them, {commits[table].instant}")
+            later = [c for c in self.pipeline.timeline(table) if before is None or c.instant > before]
+            if self.pipeline.job.records_positions:
+                split = _split_by_position(later, target)
+            else:
+                split = _split_by_commit(later, commits[table])
+            if split:
                 raise NotOneBatch(f"{table}: the changes made while the job was paused (up to source position "
-                                  f"{target}) did not land in one commit; the first commit after the pause "
-                                  f"{first.instant if first else '(none)'} {reached}")
+                                  f"{target}) did not land in one commit; the first commit after the pause {split}")
 
     def verify_history(self) -> None:
         """Time travel to every recorded commit and the incremental reads between them; the latest snapshot
@@ -408,6 +404,24 @@ class Oracle:
         with STATS_LOCK:
             self.stats.seconds_by_reader[reader] = self.stats.seconds_by_reader.get(reader, 0.0) + seconds
             self.stats.rows_compared += rows
+
+
+def _split_by_position(later: list[Commit], target: int) -> str | None:
+    """Why the first commit since a pause that holds source positions does not hold all of its changes (None: it
+    does)."""
+    first = next((c for c in later if c.max_source_position is not None), None)
+    if first is None:
+        return "(none) reached -"
+    return f"{first.instant} reached {first.max_source_position}" if first.max_source_position < target else None
+
+
+def _split_by_commit(later: list[Commit], awaited: Commit) -> str | None:
+    """For a job that records no positions: why the first commit since a pause that writes changes is not the one
+    the round waited for (None: it is)."""
+    first = next((c for c in later if c.writes_changes), None)
+    if first is not None and first.instant == awaited.instant:
+        return None
+    return f"{first.instant if first else '(none)'} is not the commit that holds them, {awaited.instant}"
 
 
 def _each_table(check, entries: list) -> None:

@@ -45,7 +45,7 @@ unknown = bytes([0]) + (77).to_bytes(8, "big") + b"body"
 batch = spark.createDataFrame(
     [(spec.topic, 0, 10, None, unframed), (spec.topic, 0, 11, None, unknown), (spec.topic, 0, 12, None, b"\\x00")],
     "topic string, partition int, offset long, timestamp timestamp, value binary")
-decoded = decode(batch, [spec], NoSchemas(), pairs=[(spec.topic, 77)])
+decoded = decode(batch, {spec.topic: spec.table}, NoSchemas(), pairs=[(spec.topic, 77)])
 quarantined = sorted((row.offset, row.reason) for row in decoded.quarantine.collect())
 
 numbers = spark.createDataFrame([[*row, dt.datetime(2008, 2, 18, 2, 36, 48)] for row in given["numbers"]],
