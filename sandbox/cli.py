@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import sys
@@ -25,6 +26,7 @@ from sandbox.sources.mutations import Mutator
 from sandbox.stack import backends, databases, orphans
 from sandbox.stack.backends import select
 from sandbox.stack.services.localstack import s3_client
+from sandbox.stack.services.metastore import thrift_uri
 
 app = typer.Typer(help="Local CDC data-lake sandbox: Postgres, MariaDB, Kafka, Debezium, Apicurio, S3.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -243,14 +245,16 @@ def job_run(
     from_scratch: bool = typer.Option(False, "--from-scratch", help="Delete the lake (silver, bronze, checkpoints) "
                                       "first and read every topic from its earliest offset."),
 ):
-    """Run the job with spark-submit: --once by default (process what is in Kafka, then exit)."""
+    """Run the job with spark-submit: --once by default (process what is in Kafka, then exit). On the sandbox's own
+    lake it syncs every silver table into the metastore (database tickit_cdc_hudi) for `sandbox sql`."""
     settings = Settings.load()
     captured = [t.name for t in settings.topology.tables]
     unknown = [t for t in table or [] if t not in captured]
     if unknown:
         _fail(SandboxError(f"unknown table {', '.join(unknown)}", "choose from: " + ", ".join(captured)))
     config = job.job_config(settings, lake=lake, only=table or None, hard_deletes=hard_deletes,
-                            table_type="MERGE_ON_READ" if merge_on_read else "COPY_ON_WRITE")
+                            table_type="MERGE_ON_READ" if merge_on_read else "COPY_ON_WRITE",
+                            metastore_uri=None if lake else thrift_uri(settings))
     try:
         job.check_lake_bucket(settings, config)
         if not from_scratch:
@@ -325,6 +329,62 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
     console.print(f"{result.checks} checks, {result.expectations} explicit expectations, "
                   f"{len(RUN_STATS.time_travel_instants)} time-travel instants and {RUN_STATS.incremental_ranges} "
                   f"incremental ranges checked through Spark and hudi-rs")
+
+
+@app.command()
+def sql(
+    statement: str = typer.Argument(None, help="The SQL to run; without it, a shell (end each statement with ;)."),
+    limit: int = typer.Option(100, help="Rows to show per result."),
+):
+    """SQL over silver through the metastore: time travel (TIMESTAMP AS OF) and Hudi's table-valued functions too."""
+    from sandbox.harness import catalog_sql
+
+    settings = Settings.load()
+    try:
+        with console.status("starting Spark on the metastore…"):
+            spark = catalog_sql.catalog_session(settings)
+    except SandboxError as exc:
+        _fail(exc)
+    if statement is not None:
+        raise typer.Exit(0 if _run_sql(spark, statement, limit) else 1)
+    console.print("SQL on the silver tables (database tickit_cdc_hudi); end a statement with ;, leave with Ctrl-D")
+    for text in catalog_sql.statements(_typed_lines()):
+        _run_sql(spark, text, limit)
+
+
+def _typed_lines():
+    importlib.import_module("readline")  # line editing and history for input()
+    prompt = "sql> "
+    while True:
+        try:
+            line = input(prompt)
+        except EOFError:
+            console.print()
+            return
+        prompt = "sql> " if line.rstrip().endswith(";") else "   > "
+        yield line
+
+
+def _run_sql(spark, statement: str, limit: int) -> bool:
+    """Print the statement's result as a table; an error is printed and the shell goes on."""
+    from pyspark.errors import PySparkException
+    from py4j.protocol import Py4JJavaError
+
+    from sandbox.harness import catalog_sql
+
+    started = time.monotonic()
+    try:
+        result = catalog_sql.run(spark, statement, limit)
+    except (PySparkException, Py4JJavaError) as exc:
+        console.print(f"[red]error:[/red] {str(exc).strip().splitlines()[0]}", highlight=False)
+        return False
+    out = Table(*result.columns, show_lines=False)
+    for row in result.rows:
+        out.add_row(*("NULL" if value is None else str(value) for value in row))
+    console.print(out)
+    more = f" (the first {limit}; --limit shows more)" if result.truncated else ""
+    console.print(f"{len(result.rows)} rows{more} in {time.monotonic() - started:.1f} s", highlight=False)
+    return True
 
 
 @app.command()

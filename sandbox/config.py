@@ -46,8 +46,9 @@ DEFAULT_PORTS = {
     "apicurio": 8080,
     "localstack": 4566,
     "mssql": 1433,
+    "metastore": 9083,
 }
-SERVICES = ("postgres", "mysql", "kafka", "connect", "apicurio", "localstack")
+SERVICES = ("postgres", "mysql", "kafka", "connect", "apicurio", "localstack", "metastore")
 BACKENDS = ("native", "compose")
 
 

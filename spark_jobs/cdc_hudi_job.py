@@ -102,7 +102,20 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
     if config.table_type == "MERGE_ON_READ":
         options |= {"hoodie.compact.inline": "true",
                     "hoodie.compact.inline.max.delta.commits": str(config.compaction_delta_commits)}
+    if config.metastore_uri and config.catalog_database:
+        options |= hive_sync_options(config, spec)
     return options
+
+
+def hive_sync_options(config: JobConfig, spec: TableSpec) -> dict[str, str]:
+    """Hudi's Hive sync after every commit: the table, its schema and last synced commit in the metastore."""
+    return {"hoodie.datasource.meta.sync.enable": "true",
+            "hoodie.datasource.hive_sync.enable": "true",
+            "hoodie.datasource.hive_sync.mode": "hms",
+            "hoodie.datasource.hive_sync.metastore.uris": config.metastore_uri,
+            "hoodie.datasource.hive_sync.database": config.catalog_database,
+            "hoodie.datasource.hive_sync.table": spec.table,
+            "hoodie.datasource.hive_sync.partition_extractor_class": "org.apache.hudi.hive.NonPartitionedExtractor"}
 
 
 def latest_per_key(rows: DataFrame, spec: TableSpec) -> DataFrame:
@@ -134,8 +147,9 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
     with watch.phase("upsert"):
         rows.write.format("hudi").options(**hudi_options(config, spec, reached, batch_id)) \
             .mode("append").save(config.silver_path(spec.table))
-    with watch.phase("register"):
-        register(spark, config, spec.table)
+    if not config.metastore_uri:  # with a metastore, Hudi's Hive sync registered it as part of the upsert
+        with watch.phase("register"):
+            register(spark, config, spec.table)
     return {"rows": count, "max_source_position": reached, "kafka_timestamp_max": extent["kafka"].timestamp(),
             "upsert_ended_at": time.time(), "seconds": watch.seconds}
 
@@ -266,6 +280,8 @@ def process_batch(spark: SparkSession, config: JobConfig, schemas: SchemaCache, 
 
 def start(spark: SparkSession, config: JobConfig, once: bool, report=print):
     schemas = SchemaCache(config.registry_url)
+    if config.metastore_uri and config.catalog_database:  # once, not by the tables' Hive syncs side by side
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.catalog_database}")
     stream = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", config.kafka_bootstrap)
               .option("subscribe", ",".join(spec.topic for spec in config.tables))

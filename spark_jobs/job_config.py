@@ -6,6 +6,8 @@ A JSON file (`--config`) holds:
   s3_endpoint, s3_access_key, s3_secret_key, s3_path_style   optional S3A settings (LocalStack, MinIO)
   jars                                     optional list of local jars for the driver's classpath (local mode)
   catalog_database                         where silver tables are registered (tickit_cdc_hudi; "" for nowhere)
+  metastore_uri                            optional Hive Metastore (thrift://host:port): Hudi's Hive sync registers
+                                           each silver table there after every commit, for any process to query
   table_type                               COPY_ON_WRITE (default) or MERGE_ON_READ
   compaction_delta_commits                 MERGE_ON_READ: compact inline after this many delta commits
   hard_deletes                             drop deleted rows instead of keeping them as soft deletes
@@ -49,6 +51,7 @@ class JobConfig:
     s3_path_style: bool = True
     jars: tuple[str, ...] = ()
     catalog_database: str = "tickit_cdc_hudi"
+    metastore_uri: str | None = None
     table_type: str = "COPY_ON_WRITE"
     compaction_delta_commits: int = 3
     hard_deletes: bool = False

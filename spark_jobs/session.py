@@ -46,6 +46,8 @@ def session_conf(config: JobConfig, java_options: str = "") -> dict[str, str]:
                  "spark.hadoop.fs.s3a.path.style.access": str(config.s3_path_style).lower(),
                  "spark.hadoop.fs.s3a.connection.ssl.enabled": str(config.s3_endpoint.startswith("https")).lower(),
                  "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"}
+    if config.metastore_uri:
+        conf |= {"spark.sql.catalogImplementation": "hive", "spark.hadoop.hive.metastore.uris": config.metastore_uri}
     if config.s3_access_key:
         conf |= {"spark.hadoop.fs.s3a.access.key": config.s3_access_key,
                  "spark.hadoop.fs.s3a.secret.key": config.s3_secret_key or ""}

@@ -12,11 +12,10 @@ from pathlib import Path
 
 from sandbox.config import Settings
 
-DATABASES = ("postgres", "mysql", "mssql")
-ROLES = ("admin", "debezium")
-DEFAULT_USERS = {
+DEFAULT_USERS = {  # (database service, role): user
     ("postgres", "admin"): "sandbox",
     ("postgres", "debezium"): "debezium",
+    ("postgres", "metastore"): "hive",  # the Hive Metastore's own database
     ("mysql", "admin"): "sandbox",
     ("mysql", "debezium"): "debezium",
     ("mssql", "admin"): "sa",
@@ -38,14 +37,12 @@ def ensure_credentials(settings: Settings) -> dict[str, str]:
     path = settings.secrets_file
     values = read_properties(path) if path.exists() else {}
     changed = False
-    for db in DATABASES:
-        for role in ROLES:
-            wanted = _wanted(settings, db, role)
-            for suffix, value in wanted.items():
-                key = f"{db}.{role}.{suffix}"
-                if key not in values or (value is not None and values[key] != value):
-                    values[key] = value if value is not None else _generated_password(db)
-                    changed = True
+    for db, role in DEFAULT_USERS:
+        for suffix, value in _wanted(settings, db, role).items():
+            key = f"{db}.{role}.{suffix}"
+            if key not in values or (value is not None and values[key] != value):
+                values[key] = value if value is not None else _generated_password(db)
+                changed = True
     if changed:
         _write_private(path, values)
     else:  # a file left readable by an older sandbox, or by hand

@@ -20,11 +20,13 @@ from sandbox.stack.services.connect import KafkaConnect
 from sandbox.stack.services.kafka import Kafka
 from sandbox.stack.services.localstack import LocalStack
 from sandbox.stack.services.mariadb import MariaDB
+from sandbox.stack.services.metastore import Metastore
 from sandbox.stack.services.postgres import Postgres
 
-# Started together; Kafka Connect comes after them (it needs Kafka, and its connectors need everything else).
+# Started together; Kafka Connect comes after them (it needs Kafka, and its connectors need everything else), and
+# so does the metastore (its catalog is a Postgres database).
 INDEPENDENT = (Postgres, MariaDB, Kafka, Apicurio, LocalStack)
-DEPENDENT = (KafkaConnect,)
+DEPENDENT = (KafkaConnect, Metastore)
 # Only the job needs S3, and LocalStack's restore of a saved lake takes a while: Connect does not wait for it.
 LAKE = (LocalStack,)
 
@@ -58,7 +60,7 @@ def check_free(ports_by_service: dict[str, list[int]]) -> None:
 
 
 def check_java(services: list[NativeService]) -> None:
-    if any(not s.external for s in services if s.name in ("kafka", "connect", "apicurio")):
+    if any(not s.external for s in services if s.name in ("kafka", "connect", "apicurio", "metastore")):
         jvm.java_binary()
 
 

@@ -1,0 +1,70 @@
+"""`sandbox sql`: Spark SQL over the silver tables the jobs sync into the Hive Metastore, from a process of its own.
+
+The session reads the catalog from the metastore, so it sees what any job registered there (database
+`tickit_cdc_hudi` by default), with Hudi's SQL: `TIMESTAMP AS OF`, and table-valued functions such as
+`hudi_table_changes` and `hudi_query_timeline`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from sandbox.config import Settings
+from sandbox.errors import SandboxError
+from sandbox.harness import job
+from sandbox.stack.services.metastore import thrift_uri
+
+
+@dataclass
+class Result:
+    columns: list[str]
+    rows: list[tuple]
+    truncated: bool  # more rows than were fetched
+
+
+def catalog_session(settings: Settings):
+    """A Spark session on the sandbox's metastore, in the silver database."""
+    from sandbox.harness.pipeline import spark_for
+
+    require_metastore(settings)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark warns that the host name is a loopback
+    config = job.job_config(settings, metastore_uri=thrift_uri(settings))
+    spark = spark_for(settings, config)
+    if not spark.catalog.databaseExists(config.catalog_database):
+        raise SandboxError(f"the metastore has no database {config.catalog_database} yet",
+                           "`sandbox job run` writes silver and syncs its tables into it")
+    spark.catalog.setCurrentDatabase(config.catalog_database)
+    return spark
+
+
+def require_metastore(settings: Settings) -> None:
+    endpoint = settings.endpoint("metastore")
+    try:
+        socket.create_connection((endpoint.host, endpoint.port), timeout=3).close()
+    except OSError as exc:
+        raise SandboxError(f"the metastore at {endpoint.address} does not answer ({exc})",
+                           "start the sandbox with `make up` (see `sandbox status`)") from None
+
+
+def run(spark, statement: str, limit: int) -> Result:
+    """Run one statement; fetch at most `limit` rows of its result."""
+    frame = spark.sql(statement)
+    rows = [tuple(row) for row in frame.limit(limit + 1).collect()]
+    return Result(frame.columns, rows[:limit], len(rows) > limit)
+
+
+def statements(lines: Iterable[str]) -> Iterator[str]:
+    """Statements from lines as typed: each ends with a `;` at the end of a line."""
+    pending: list[str] = []
+    for line in lines:
+        pending.append(line)
+        if line.rstrip().endswith(";"):
+            text = "\n".join(pending).strip().rstrip(";").strip()
+            pending = []
+            if text:
+                yield text
+    if "".join(pending).strip():
+        yield "\n".join(pending).strip()

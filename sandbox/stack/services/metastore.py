@@ -1,0 +1,112 @@
+"""The Hive Metastore (standalone server, Thrift), keeping its catalog in a database of the sandbox's Postgres.
+
+The jobs sync their silver tables into it (Hudi's Hive sync, database `tickit_cdc_hudi`), and `sandbox sql` reads
+them through it from any process. Its tables point at the lake on S3, so it gets the same S3A settings as the job:
+the server checks a new table's location.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from psycopg2 import sql
+
+from sandbox.config import Settings
+from sandbox.errors import SandboxError
+from sandbox.stack import jvm
+from sandbox.stack.credentials import login
+from sandbox.stack.databases import connection
+from sandbox.stack.services.base import NativeService
+from sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY
+
+DATABASE = "hive_metastore"
+SERVER_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+
+
+def thrift_uri(settings: Settings) -> str:
+    return f"thrift://{settings.endpoint('metastore').address}"
+
+
+def site_properties(settings: Settings, port: int, jdbc_url: str, s3_endpoint: str) -> dict[str, str]:
+    """The server's `metastore-site.xml`, for either backend (compose passes its container's port and addresses)."""
+    who = login(settings, "postgres", "metastore")
+    return {
+        "metastore.thrift.port": str(port),
+        "javax.jdo.option.ConnectionURL": jdbc_url,
+        "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+        "javax.jdo.option.ConnectionUserName": who.user,
+        "javax.jdo.option.ConnectionPassword": who.password,
+        # The standalone jar carries no schema scripts: DataNucleus creates the catalog's tables on first start.
+        "datanucleus.schema.autoCreateAll": "true",
+        "metastore.schema.verification": "false",
+        # The defaults name classes that live in Hive's query engine, which the standalone server does not ship.
+        "metastore.expression.proxy": "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
+        "metastore.task.threads.always": "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
+        "metastore.warehouse.dir": f"s3a://{settings.topology.lake_bucket}/warehouse",
+        "fs.s3a.endpoint": s3_endpoint,
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.connection.ssl.enabled": "false",
+        "fs.s3a.access.key": ACCESS_KEY,
+        "fs.s3a.secret.key": SECRET_KEY,
+    }
+
+
+def write_site(conf_dir: Path, properties: dict[str, str]) -> None:
+    """`<conf_dir>/metastore-site.xml`, private: it holds the database password."""
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    body = "".join(f"  <property><name>{escape(name)}</name><value>{escape(value)}</value></property>\n"
+                   for name, value in properties.items())
+    site = conf_dir / "metastore-site.xml"
+    site.touch(mode=0o600)
+    site.chmod(0o600)
+    site.write_text(f"<?xml version=\"1.0\"?>\n<configuration>\n{body}</configuration>\n")
+
+
+def jars_dir(settings: Settings) -> Path:
+    found = jvm.artifacts_dir(settings) / "metastore"
+    if not any(found.glob("hive-standalone-metastore-*.jar")):
+        raise SandboxError(f"no Hive Metastore jar in {found}", "run `make up`: it resolves the server through Maven")
+    return found
+
+
+def create_database(settings: Settings) -> None:
+    """The metastore's login and its database on the sandbox's Postgres (idempotent)."""
+    who = login(settings, "postgres", "metastore")
+    with connection(settings, "postgres", "postgres") as conn:
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (who.user,))
+            verb = "ALTER" if cur.fetchone() else "CREATE"
+            cur.execute(sql.SQL(verb + " ROLE {} WITH LOGIN PASSWORD %s").format(sql.Identifier(who.user)),
+                        (who.password,))
+            cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+            if cur.fetchone() is None:
+                cur.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(DATABASE),
+                                                                           sql.Identifier(who.user)))
+
+
+class Metastore(NativeService):
+    name = "metastore"
+    start_timeout = 120
+
+    def prepare(self) -> None:
+        create_database(self.settings)
+        postgres = self.settings.endpoint("postgres")
+        write_site(self.conf_dir, site_properties(self.settings, self.endpoint.port,
+                                                  f"jdbc:postgresql://{postgres.address}/{DATABASE}",
+                                                  self.settings.url("localstack")))
+
+    def command(self) -> list[str]:
+        return [jvm.java_binary(), "-Xms64m", "-Xmx512m", "-XX:+UseSerialGC",
+                "-cp", f"{self.conf_dir}:{jars_dir(self.settings)}/*", SERVER_CLASS]
+
+    def is_ready(self) -> bool:
+        # The server opens its port only once its catalog store is set up.
+        with socket.create_connection((self.endpoint.host, self.endpoint.port), timeout=3):
+            return True
+
+    def version(self) -> str:
+        jar = next(jars_dir(self.settings).glob("hive-standalone-metastore-*.jar"))
+        return jar.stem.removeprefix("hive-standalone-metastore-")
