@@ -334,22 +334,29 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
 @app.command()
 def sql(
     statement: str = typer.Argument(None, help="The SQL to run; without it, a shell (end each statement with ;)."),
+    database: str = typer.Option(None, help="The database to start in (default: tickit_cdc_hudi)."),
     limit: int = typer.Option(100, help="Rows to show per result."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per statement: columns and rows, or error."),
 ):
-    """SQL over silver through the metastore: time travel (TIMESTAMP AS OF) and Hudi's table-valued functions too."""
+    """SQL over silver through the metastore: time travel (TIMESTAMP AS OF) and Hudi's table-valued functions too.
+    Without a statement it reads statements from the terminal, or from standard input when that is not one."""
     from sandbox.harness import catalog_sql
 
     settings = Settings.load()
     try:
         with console.status("starting Spark on the metastore…"):
-            spark = catalog_sql.catalog_session(settings)
+            spark = catalog_sql.catalog_session(settings, database)
     except SandboxError as exc:
         _fail(exc)
+    show = _print_json if as_json else _print_result
     if statement is not None:
-        raise typer.Exit(0 if _run_sql(spark, statement, limit) else 1)
-    console.print("SQL on the silver tables (database tickit_cdc_hudi); end a statement with ;, leave with Ctrl-D")
-    for text in catalog_sql.statements(_typed_lines()):
-        _run_sql(spark, text, limit)
+        raise typer.Exit(0 if _run_sql(spark, statement, limit, show) else 1)
+    interactive = sys.stdin.isatty()
+    if interactive:
+        console.print("SQL on the silver tables; end a statement with ;, leave with Ctrl-D")
+    failed = [not _run_sql(spark, text, limit, show)
+              for text in catalog_sql.statements(_typed_lines() if interactive else sys.stdin)]
+    raise typer.Exit(1 if any(failed) and not interactive else 0)
 
 
 def _typed_lines():
@@ -365,10 +372,10 @@ def _typed_lines():
         yield line
 
 
-def _run_sql(spark, statement: str, limit: int) -> bool:
-    """Print the statement's result as a table; an error is printed and the shell goes on."""
-    from pyspark.errors import PySparkException
+def _run_sql(spark, statement: str, limit: int, show) -> bool:
+    """Run one statement and show its result; an error is shown and a shell goes on."""
     from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
 
     from sandbox.harness import catalog_sql
 
@@ -376,15 +383,28 @@ def _run_sql(spark, statement: str, limit: int) -> bool:
     try:
         result = catalog_sql.run(spark, statement, limit)
     except (PySparkException, Py4JJavaError) as exc:
-        console.print(f"[red]error:[/red] {str(exc).strip().splitlines()[0]}", highlight=False)
+        show(statement, None, str(exc).strip().splitlines()[0], 0)
         return False
-    out = Table(*result.columns, show_lines=False)
+    show(statement, result, None, time.monotonic() - started)
+    return True
+
+
+def _print_result(statement: str, result, error: str | None, seconds: float) -> None:
+    if result is None:
+        console.print(f"[red]error:[/red] {error}", highlight=False)
+        return
+    out = Table(*result.columns)
     for row in result.rows:
         out.add_row(*("NULL" if value is None else str(value) for value in row))
     console.print(out)
-    more = f" (the first {limit}; --limit shows more)" if result.truncated else ""
-    console.print(f"{len(result.rows)} rows{more} in {time.monotonic() - started:.1f} s", highlight=False)
-    return True
+    more = " (more not shown: --limit)" if result.truncated else ""
+    console.print(f"{len(result.rows)} rows{more} in {seconds:.1f} s", highlight=False)
+
+
+def _print_json(statement: str, result, error: str | None, seconds: float) -> None:
+    from sandbox.harness import catalog_sql
+
+    print(catalog_sql.as_json(statement, result, error), flush=True)
 
 
 @app.command()

@@ -91,6 +91,7 @@ def write_table(rows: DataFrame, table: str, key: str, settings: dict[str, str])
         "hoodie.datasource.write.precombine.field": ORDERING_COLUMN,
         "hoodie.datasource.write.partitionpath.field": "",
         "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        "hoodie.datasource.hive_sync.table": settings.get("catalog.table.prefix", "") + table,
         **{name: value for name, value in settings.items() if name.startswith("hoodie.")},
     }
     rows.write.format("hudi").options(**options).mode("append").save(f"{settings['silver']}/{table}")
@@ -139,6 +140,7 @@ def start_for_sandbox(spark: SparkSession, sandbox: dict[str, str], once: bool):
                  if name in SANDBOX_VALUES or name in settings}
     if settings["hoodie.datasource.write.table.type"] == "MERGE_ON_READ":
         settings["hoodie.compact.inline"] = "true"
+    settings["hoodie.datasource.meta.sync.enable"] = "false"  # the harness's lakes live for one test module
     return start(spark, settings, once)
 
 

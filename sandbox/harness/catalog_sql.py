@@ -7,6 +7,7 @@ The session reads the catalog from the metastore, so it sees what any job regist
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from collections.abc import Iterable, Iterator
@@ -25,18 +26,19 @@ class Result:
     truncated: bool  # more rows than were fetched
 
 
-def catalog_session(settings: Settings):
-    """A Spark session on the sandbox's metastore, in the silver database."""
+def catalog_session(settings: Settings, database: str | None = None):
+    """A Spark session on the sandbox's metastore, in `database` (default: the jobs' silver database)."""
     from sandbox.harness.pipeline import spark_for
 
     require_metastore(settings)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark warns that the host name is a loopback
     config = job.job_config(settings, metastore_uri=thrift_uri(settings))
     spark = spark_for(settings, config)
-    if not spark.catalog.databaseExists(config.catalog_database):
-        raise SandboxError(f"the metastore has no database {config.catalog_database} yet",
-                           "`sandbox job run` writes silver and syncs its tables into it")
-    spark.catalog.setCurrentDatabase(config.catalog_database)
+    database = database or config.catalog_database
+    if not spark.catalog.databaseExists(database):
+        raise SandboxError(f"the metastore has no database {database}",
+                           "`sandbox job run` writes silver and syncs its tables into tickit_cdc_hudi")
+    spark.catalog.setCurrentDatabase(database)
     return spark
 
 
@@ -56,10 +58,19 @@ def run(spark, statement: str, limit: int) -> Result:
     return Result(frame.columns, rows[:limit], len(rows) > limit)
 
 
+def as_json(statement: str, result: Result | None = None, error: str | None = None) -> str:
+    """One line per statement, for scripts: its columns and rows, or its error."""
+    if result is None:
+        return json.dumps({"statement": statement, "error": error})
+    return json.dumps({"statement": statement, "columns": result.columns, "rows": [list(row) for row in result.rows],
+                       "truncated": result.truncated}, default=str)
+
+
 def statements(lines: Iterable[str]) -> Iterator[str]:
     """Statements from lines as typed: each ends with a `;` at the end of a line."""
     pending: list[str] = []
     for line in lines:
+        line = line.rstrip("\n")
         pending.append(line)
         if line.rstrip().endswith(";"):
             text = "\n".join(pending).strip().rstrip(";").strip()

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from sandbox.config import DEFAULT_PORTS, PROJECT_ROOT, Settings
+from sandbox.stack import jvm
 from sandbox.stack.backends import compose, native
 from sandbox.stack.backends.compose_cli import binary_path, ensure_compose_cli
 from sandbox.stack.connectors import connector_config, native_view
@@ -99,6 +100,16 @@ def test_images_run_the_versions_the_native_backend_resolves(compose_binary, com
     assert images["localstack"] == f"localstack/localstack:{localstack}"
     assert images["mssql"].startswith("mcr.microsoft.com/mssql/server:2022-")
     assert images["mysql"].startswith("mysql:8.")
+    assert images["metastore"].startswith("eclipse-temurin:17.")  # running the jars the native backend resolves
+
+
+def test_the_metastore_container_runs_the_resolved_jars_with_the_written_settings(compose_binary, compose_settings):
+    metastore = rendered(compose_binary, compose_settings)["services"]["metastore"]
+    mounts = {volume["target"]: volume["source"] for volume in metastore["volumes"]}
+    assert mounts["/opt/metastore/lib"] == str(jvm.artifacts_dir(compose_settings) / "metastore")
+    assert mounts["/opt/metastore/conf"] == str(compose.metastore_conf_dir(compose_settings))
+    assert (compose.metastore_conf_dir(compose_settings) / "metastore-site.xml").exists()
+    assert metastore["command"][-1] == "org.apache.hadoop.hive.metastore.HiveMetaStore"
 
 
 def test_every_service_has_a_health_check(compose_binary, compose_settings):

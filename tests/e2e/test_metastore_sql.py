@@ -1,0 +1,101 @@
+"""The metastore shared by every process: both jobs (the built-in one and the team's, each as its own spark-submit)
+sync their silver tables into the Hive Metastore with Hudi's Hive sync, and `sandbox sql`, a third process, reads
+them through it: the snapshot, time travel (`TIMESTAMP AS OF`), and Hudi's table-valued functions for the
+timeline and incremental changes, each compared with the source. The team's job runs once (its table equals the
+source as of then), the built-in job twice (a change between, for time travel and the incremental read)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from sandbox.config import PROJECT_ROOT
+from sandbox.harness import job, jobs
+from sandbox.harness.timeline import S3Timelines
+from sandbox.stack.databases import connection
+from sandbox.stack.services.metastore import thrift_uri
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TEAM_JOB = PROJECT_ROOT / "examples" / "team_job" / "sandbox-job-submitted.yaml"
+TABLE = "category"
+COLUMNS = "catid, catgroup, catname, catdesc"
+
+
+def test_both_jobs_sync_into_the_metastore_and_sandbox_sql_reads_silver_from_its_own_process(
+        sandbox, lake_bucket, settle, s3):
+    name = f"test_metastore_{uuid.uuid4().hex[:8]}"  # the test's database, and its lake
+    lake = f"s3a://{lake_bucket}/{name}"
+    builtin = job.job_config(sandbox, lake=lake, only=[TABLE], metastore_uri=thrift_uri(sandbox),
+                             catalog_database=name)
+    team = job.job_config(sandbox, lake=f"{lake}/team", only=[TABLE])
+    team_job = jobs.load(TEAM_JOB, {"hoodie.datasource.meta.sync.enable": "true",
+                                    "hoodie.datasource.hive_sync.metastore.uris": thrift_uri(sandbox),
+                                    "hoodie.datasource.hive_sync.database": name})
+    try:
+        settle([TABLE])
+        run_both(sandbox, builtin, team, team_job)
+        before = source_rows(sandbox)
+        settle([TABLE])  # one row changes
+        assert job.run(sandbox, builtin, True, lambda line: None) == 0, f"see {sandbox.log_file('job')}"
+        after = source_rows(sandbox)
+        first, second = [c.instant for c in S3Timelines(s3).read(builtin.silver_path(TABLE))][-2:]
+
+        results = sandbox_sql(sandbox, name, [
+            f"SELECT {COLUMNS} FROM {TABLE} WHERE __deleted = 'false'",
+            f"SELECT {COLUMNS} FROM team_{TABLE} WHERE __deleted = 'false'",
+            f"SELECT {COLUMNS} FROM {TABLE} TIMESTAMP AS OF '{first}' WHERE __deleted = 'false'",
+            f"SELECT catid, catname FROM hudi_table_changes('{name}.{TABLE}', 'latest_state', '{second}')",
+            f"SELECT action, state FROM hudi_query_timeline('{name}.{TABLE}', 'false')",
+            f"DROP DATABASE {name} CASCADE",  # the catalog entries only: the tables are external
+        ])
+    finally:
+        job.delete_lake(sandbox, builtin)
+
+    snapshot, team_snapshot, as_of_first, changes, timeline, dropped = results
+    changed = {key for key in after if after[key] != before.get(key)}
+    assert len(changed) == 1, "settle changed one row of the source"
+    assert rows_by_key(snapshot) == after, "the built-in job's table through the metastore equals the source"
+    assert rows_by_key(team_snapshot) == before, "the team job's table through the metastore equals the source"
+    assert rows_by_key(as_of_first) == before, "time travel to the first commit shows the source before the change"
+    assert {row[0] for row in changes["rows"]} == changed, "the incremental read holds the changed row only"
+    assert timeline["rows"][-2:] == [["commit", "COMPLETED"]] * 2
+    assert "error" not in dropped, dropped
+
+
+def run_both(settings, builtin, team, team_job) -> None:
+    """The two jobs side by side, each a spark-submit of its own that processes what Kafka holds and exits."""
+    with ThreadPoolExecutor(2) as pool:
+        built = pool.submit(job.run, settings, builtin, True, lambda line: None)
+        pool.submit(team_job.start, None, team, True).result()  # raises with the job's output if it failed
+        assert built.result() == 0, f"the built-in job failed: see {settings.log_file('job')}"
+
+
+def source_rows(settings) -> dict[int, tuple]:
+    namespace = settings.topology.table(TABLE).namespace
+    with connection(settings, "postgres") as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT {COLUMNS} FROM {namespace}.{TABLE}")
+        return {row[0]: tuple(row) for row in cur.fetchall()}
+
+
+def rows_by_key(result: dict) -> dict[int, tuple]:
+    assert "error" not in result, result
+    assert not result["truncated"]
+    return {row[0]: tuple(row) for row in result["rows"]}
+
+
+def sandbox_sql(settings, database: str, statements: list[str]) -> list[dict]:
+    """`sandbox sql --json` as its own process, the statements on its standard input as a shell's."""
+    command = [str(Path(sys.executable).parent / "sandbox"), "sql", "--database", database, "--json",
+               "--limit", "100000"]
+    done = subprocess.run(command, input="".join(f"{text};\n" for text in statements), capture_output=True,
+                          text=True, env={**settings.env, "SANDBOX_STATE_DIR": str(settings.state_dir)}, timeout=300)
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(results) == len(statements), f"sandbox sql exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return results
