@@ -1,8 +1,9 @@
 """The JVM side: finding Java, and resolving every pinned jar through Maven into `<tools>/jvm`.
 
 `sandbox/stack/jvm/pom.xml` pins Kafka, Kafka Connect, the Debezium connector plugins, the Apicurio Registry server and
-converter, and the jars the Spark job needs. Maven resolves them with the machine's own settings and `~/.m2`
-cache; the result is laid out one directory per service (`kafka/`, `connect-plugins/`, `apicurio/`, `spark/`).
+converter, the jars the Spark job needs and the Hive Metastore. Maven resolves them with the machine's own settings
+and `~/.m2` cache; the result is laid out one directory per service (`kafka/`, `connect-plugins/`, `apicurio/`,
+`spark/`, `metastore/`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from sandbox.stack.backends.compose_cli import binary_path, ensure_compose_cli
 from sandbox.stack.connectors import connector_config, native_view
 from sandbox.stack.install import LOCALSTACK_REQUIREMENTS
 from sandbox.stack.services.connect import KafkaConnect
+from sandbox.stack.services.metastore import schema_dir
 
 POM = PROJECT_ROOT / "sandbox" / "stack" / "jvm" / "pom.xml"
 DSN = "mssql://sa:Secret-Pass1@mssql.example:1433/tickit"
@@ -110,6 +111,9 @@ def test_the_metastore_container_runs_the_resolved_jars_with_the_written_setting
     assert mounts["/opt/metastore/conf"] == str(compose.metastore_conf_dir(compose_settings))
     assert (compose.metastore_conf_dir(compose_settings) / "metastore-site.xml").exists()
     assert metastore["command"][-1] == "org.apache.hadoop.hive.metastore.HiveMetaStore"
+    postgres = rendered(compose_binary, compose_settings)["services"]["postgres"]
+    mounts = {volume["target"]: volume["source"] for volume in postgres["volumes"]}
+    assert mounts["/opt/metastore-schema"] == str(schema_dir(compose_settings))  # for its init script
 
 
 def test_every_service_has_a_health_check(compose_binary, compose_settings):

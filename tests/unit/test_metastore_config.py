@@ -35,8 +35,8 @@ def test_native_settings_name_the_sandboxs_ports_and_compose_settings_the_contai
            "SANDBOX_POSTGRES_PORT": "15432"}
     native = Settings.load(env)
     metastore = Metastore(native)
-    write_site(metastore.conf_dir, site_properties(native, metastore.endpoint.port, "jdbc:postgresql://127.0.0.1:15432/x",
-                                                   native.url("localstack")))
+    jdbc_url = "jdbc:postgresql://127.0.0.1:15432/x"
+    write_site(metastore.conf_dir, site_properties(native, metastore.endpoint.port, jdbc_url, native.url("localstack")))
     assert site(metastore.conf_dir)["metastore.thrift.port"] == "19083"
 
     on_compose = Settings.load({**env, "SANDBOX_STATE_DIR": str(tmp_path / "compose")}, backend="compose")

@@ -38,9 +38,10 @@ def site_properties(settings: Settings, port: int, jdbc_url: str, s3_endpoint: s
         "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
         "javax.jdo.option.ConnectionUserName": who.user,
         "javax.jdo.option.ConnectionPassword": who.password,
-        # The standalone jar carries no schema scripts: DataNucleus creates the catalog's tables on first start.
-        "datanucleus.schema.autoCreateAll": "true",
-        "metastore.schema.verification": "false",
+        # The catalog's tables come from the release's schema script (`create_database`), and the server checks
+        # their version; DataNucleus's own creation, table by table on first use, left some missing.
+        "datanucleus.schema.autoCreateAll": "false",
+        "metastore.schema.verification": "true",
         # The defaults name classes that live in Hive's query engine, which the standalone server does not ship.
         "metastore.expression.proxy": "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
         "metastore.task.threads.always": "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
@@ -71,8 +72,35 @@ def jars_dir(settings: Settings) -> Path:
     return found
 
 
+def schema_dir(settings: Settings) -> Path:
+    """Where the release's Postgres schema script lies (resolved through Maven with the server's jars)."""
+    return jvm.artifacts_dir(settings) / "metastore-schema"
+
+
+def schema_script(settings: Settings) -> Path:
+    found = sorted(schema_dir(settings).rglob("hive-schema-*.postgres.sql"))
+    if not found:
+        raise SandboxError(f"no Hive Metastore schema script under {schema_dir(settings)}",
+                           "run `make up`: it resolves the metastore through Maven")
+    return found[-1]
+
+
 def create_database(settings: Settings) -> None:
-    """The metastore's login and its database on the sandbox's Postgres (idempotent)."""
+    """The metastore's login, its database on the sandbox's Postgres, and the catalog's tables (idempotent)."""
+    _create_login_and_database(settings)
+    with connection(settings, "postgres", DATABASE, role="metastore") as conn, conn.cursor() as cur:
+        cur.execute("SELECT to_regclass('public.\"VERSION\"') IS NOT NULL")
+        if not cur.fetchone()[0]:
+            cur.execute(schema_script(settings).read_text())
+        cur.execute('SELECT count(*) FROM "VERSION"')
+        if not cur.fetchone()[0]:
+            raise SandboxError(f"database {DATABASE} holds a catalog without its schema version, which the "
+                               "metastore refuses", f"drop database {DATABASE} (the catalog only: the lake stays), "
+                               "then `make up` creates it anew; `sandbox job run` syncs the tables again")
+        conn.commit()
+
+
+def _create_login_and_database(settings: Settings) -> None:
     who = login(settings, "postgres", "metastore")
     with connection(settings, "postgres", "postgres") as conn:
         conn.autocommit = True
