@@ -26,7 +26,7 @@ from sandbox.sources.mutations import Mutator
 from sandbox.stack import backends, databases, orphans
 from sandbox.stack.backends import select
 from sandbox.stack.services.localstack import s3_client
-from sandbox.stack.services.metastore import thrift_uri
+from sandbox.stack.services.metastore import require_metastore, thrift_uri
 
 app = typer.Typer(help="Local CDC data-lake sandbox: Postgres, MariaDB, Kafka, Debezium, Apicurio, S3.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -244,6 +244,7 @@ def job_run(
                                     "keeps the tables it was started with: its checkpoint knows only their topics."),
     from_scratch: bool = typer.Option(False, "--from-scratch", help="Delete the lake (silver, bronze, checkpoints) "
                                       "first and read every topic from its earliest offset."),
+    sync: bool = typer.Option(True, help="Sync the silver tables into the metastore (the sandbox's own lake only)."),
 ):
     """Run the job with spark-submit: --once by default (process what is in Kafka, then exit). On the sandbox's own
     lake it syncs every silver table into the metastore (database tickit_cdc_hudi) for `sandbox sql`."""
@@ -252,10 +253,13 @@ def job_run(
     unknown = [t for t in table or [] if t not in captured]
     if unknown:
         _fail(SandboxError(f"unknown table {', '.join(unknown)}", "choose from: " + ", ".join(captured)))
+    sync = sync and not lake  # a table of the same name would point at another lake
     config = job.job_config(settings, lake=lake, only=table or None, hard_deletes=hard_deletes,
                             table_type="MERGE_ON_READ" if merge_on_read else "COPY_ON_WRITE",
-                            metastore_uri=None if lake else thrift_uri(settings))
+                            metastore_uri=thrift_uri(settings) if sync else None)
     try:
+        if sync:
+            require_metastore(settings, "start it with `make up`, or run the job with --no-sync")
         job.check_lake_bucket(settings, config)
         if not from_scratch:
             job.check_lake_holds_its_checkpoint(settings, config)

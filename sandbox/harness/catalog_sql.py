@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.harness import job
-from sandbox.stack.services.metastore import thrift_uri
+from sandbox.stack.services.metastore import require_metastore, thrift_uri
 
 
 @dataclass
@@ -30,7 +29,7 @@ def catalog_session(settings: Settings, database: str | None = None):
     """A Spark session on the sandbox's metastore, in `database` (default: the jobs' silver database)."""
     from sandbox.harness.pipeline import spark_for
 
-    require_metastore(settings)
+    require_metastore(settings, "start it with `make up` (see `sandbox status`)")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark warns that the host name is a loopback
     config = job.job_config(settings, metastore_uri=thrift_uri(settings))
     spark = spark_for(settings, config)
@@ -40,15 +39,6 @@ def catalog_session(settings: Settings, database: str | None = None):
                            "`sandbox job run` writes silver and syncs its tables into tickit_cdc_hudi")
     spark.catalog.setCurrentDatabase(database)
     return spark
-
-
-def require_metastore(settings: Settings) -> None:
-    endpoint = settings.endpoint("metastore")
-    try:
-        socket.create_connection((endpoint.host, endpoint.port), timeout=3).close()
-    except OSError as exc:
-        raise SandboxError(f"the metastore at {endpoint.address} does not answer ({exc})",
-                           "start the sandbox with `make up` (see `sandbox status`)") from None
 
 
 def run(spark, statement: str, limit: int) -> Result:

@@ -29,6 +29,20 @@ def thrift_uri(settings: Settings) -> str:
     return f"thrift://{settings.endpoint('metastore').address}"
 
 
+def accepts_connections(settings: Settings) -> None:
+    """Raises OSError unless the metastore's port accepts a connection (it opens once its catalog store is set up)."""
+    endpoint = settings.endpoint("metastore")
+    socket.create_connection((endpoint.host, endpoint.port), timeout=3).close()
+
+
+def require_metastore(settings: Settings, what_to_do: str) -> None:
+    try:
+        accepts_connections(settings)
+    except OSError as exc:
+        raise SandboxError(f"the metastore at {settings.endpoint('metastore').address} does not answer ({exc})",
+                           what_to_do) from None
+
+
 def site_properties(settings: Settings, port: int, jdbc_url: str, s3_endpoint: str) -> dict[str, str]:
     """The server's `metastore-site.xml`, for either backend (compose passes its container's port and addresses)."""
     who = login(settings, "postgres", "metastore")
@@ -131,9 +145,8 @@ class Metastore(NativeService):
                 "-cp", f"{self.conf_dir}:{jars_dir(self.settings)}/*", SERVER_CLASS]
 
     def is_ready(self) -> bool:
-        # The server opens its port only once its catalog store is set up.
-        with socket.create_connection((self.endpoint.host, self.endpoint.port), timeout=3):
-            return True
+        accepts_connections(self.settings)
+        return True
 
     def version(self) -> str:
         jar = next(jars_dir(self.settings).glob("hive-standalone-metastore-*.jar"))
