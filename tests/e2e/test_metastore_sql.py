@@ -7,6 +7,7 @@ source as of then), the built-in job twice (a change between, for time travel an
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -18,12 +19,14 @@ import pytest
 from sandbox.config import PROJECT_ROOT
 from sandbox.harness import job, jobs
 from sandbox.harness.timeline import S3Timelines
+from sandbox.stack.credentials import login
 from sandbox.stack.databases import connection
-from sandbox.stack.services.metastore import thrift_uri
+from sandbox.stack.services.metastore import schema_dir, thrift_uri
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 TEAM_JOB = PROJECT_ROOT / "examples" / "team_job" / "sandbox-job-submitted.yaml"
+INIT_SCRIPT = PROJECT_ROOT / "compose" / "postgres" / "initdb" / "metastore.sh"
 TABLE = "category"
 COLUMNS = "catid, catgroup, catname, catdesc"
 
@@ -99,3 +102,28 @@ def sandbox_sql(settings, database: str, statements: list[str]) -> list[dict]:
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert len(results) == len(statements), f"sandbox sql exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return results
+
+
+def test_the_compose_init_script_makes_the_metastore_login_database_and_schema(sandbox):
+    """Postgres's init script on compose (`compose/postgres/initdb/metastore.sh`), run as the image would run it, on
+    the sandbox's own Postgres: a login and database of the test's, with the schema the server checks."""
+    suffix = uuid.uuid4().hex[:8]
+    user, database = f"hive_{suffix}", f"metastore_{suffix}"
+    admin, postgres = login(sandbox, "postgres", "admin"), sandbox.endpoint("postgres")
+    env = {**os.environ, "POSTGRES_USER": admin.user, "PGPASSWORD": admin.password, "PGHOST": postgres.host,
+           "PGPORT": str(postgres.port), "METASTORE_DB_USER": user, "METASTORE_DB_PASSWORD": "secret-" + suffix,
+           "METASTORE_DB": database, "METASTORE_SCHEMA_DIR": str(schema_dir(sandbox))}
+    try:
+        done = subprocess.run(["bash", str(INIT_SCRIPT)], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        with connection(sandbox, "postgres", database) as conn, conn.cursor() as cur:
+            cur.execute('SELECT "SCHEMA_VERSION" FROM "VERSION"')
+            assert cur.fetchall() == [("3.1.0",)]
+            cur.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner = %s", (user,))
+            assert cur.fetchone()[0] >= 70, "every catalog table, owned by the metastore's login"
+    finally:
+        with connection(sandbox, "postgres", "postgres") as conn:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute(f'DROP DATABASE IF EXISTS "{database}"')
+                cur.execute(f'DROP ROLE IF EXISTS "{user}"')
