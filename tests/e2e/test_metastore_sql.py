@@ -58,6 +58,7 @@ def test_both_jobs_sync_into_the_metastore_and_sandbox_sql_reads_silver_from_its
             f"SELECT action, state FROM hudi_query_timeline('{name}.{TABLE}', 'false')",
             f"DROP DATABASE {name} CASCADE",  # the catalog entries only: the tables are external
         ])
+        kept = S3Timelines(s3).read(builtin.silver_path(TABLE))
     finally:
         job.delete_lake(sandbox, builtin)
 
@@ -70,6 +71,7 @@ def test_both_jobs_sync_into_the_metastore_and_sandbox_sql_reads_silver_from_its
     assert {row[0] for row in changes["rows"]} == changed, "the incremental read holds the changed row only"
     assert timeline["rows"][-2:] == [["commit", "COMPLETED"]] * 2
     assert "error" not in dropped, dropped
+    assert [c.instant for c in kept][-2:] == [first, second], "dropping the catalog entries left the lake whole"
 
 
 def run_both(settings, builtin, team, team_job) -> None:
