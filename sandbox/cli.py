@@ -14,6 +14,7 @@ import pymysql
 import typer
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -387,7 +388,7 @@ def _run_sql(spark, statement: str, limit: int, show) -> bool:
     try:
         result = catalog_sql.run(spark, statement, limit)
     except (PySparkException, Py4JJavaError) as exc:
-        show(statement, None, str(exc).strip().splitlines()[0], 0)
+        show(statement, None, (str(exc).strip().splitlines() or [type(exc).__name__])[0], 0)
         return False
     show(statement, result, None, time.monotonic() - started)
     return True
@@ -395,11 +396,11 @@ def _run_sql(spark, statement: str, limit: int, show) -> bool:
 
 def _print_result(statement: str, result, error: str | None, seconds: float) -> None:
     if result is None:
-        console.print(f"[red]error:[/red] {error}", highlight=False)
+        console.print(f"[red]error:[/red] {escape(error)}", highlight=False)
         return
-    out = Table(*result.columns)
-    for row in result.rows:
-        out.add_row(*("NULL" if value is None else str(value) for value in row))
+    out = Table(*map(escape, result.columns))
+    for row in result.rows:  # values as they are: a `[b]` in a row is no markup
+        out.add_row(*("NULL" if value is None else escape(str(value)) for value in row))
     console.print(out)
     more = " (more not shown: --limit)" if result.truncated else ""
     console.print(f"{len(result.rows)} rows{more} in {seconds:.1f} s", highlight=False)
