@@ -11,8 +11,6 @@ import socket
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from psycopg2 import sql
-
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.stack import jvm
@@ -20,6 +18,7 @@ from sandbox.stack.credentials import login
 from sandbox.stack.databases import connection
 from sandbox.stack.services.base import NativeService
 from sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY
+from sandbox.stack.services.postgres import ensure_database, ensure_login
 
 DATABASE = "hive_metastore"
 SERVER_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
@@ -119,14 +118,8 @@ def _create_login_and_database(settings: Settings) -> None:
     with connection(settings, "postgres", "postgres") as conn:
         conn.autocommit = True
         with conn.cursor() as cur:
-            cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (who.user,))
-            verb = "ALTER" if cur.fetchone() else "CREATE"
-            cur.execute(sql.SQL(verb + " ROLE {} WITH LOGIN PASSWORD %s").format(sql.Identifier(who.user)),
-                        (who.password,))
-            cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
-            if cur.fetchone() is None:
-                cur.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(DATABASE),
-                                                                           sql.Identifier(who.user)))
+            ensure_login(cur, who.user, who.password)
+            ensure_database(cur, DATABASE, owner=who.user)
 
 
 class Metastore(NativeService):

@@ -108,17 +108,13 @@ class Postgres(NativeService):
         with connection(self.settings, "postgres", "postgres") as conn:
             conn.autocommit = True
             with conn.cursor() as cur:
-                cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.database,))
-                if cur.fetchone() is None:
-                    cur.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.database)))
+                ensure_database(cur, self.database)
 
     def _create_schemas_and_capture_role(self, cur) -> None:
         """The Debezium role may replicate and read the captured schemas, nothing more."""
         dbz = login(self.settings, "postgres", "debezium")
         role = sql.Identifier(dbz.user)
-        cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (dbz.user,))
-        verb = "ALTER" if cur.fetchone() else "CREATE"
-        cur.execute(sql.SQL(verb + " ROLE {} WITH LOGIN REPLICATION PASSWORD %s").format(role), (dbz.password,))
+        ensure_login(cur, dbz.user, dbz.password, "REPLICATION")
         for schema in self.schemas:
             name = sql.Identifier(schema)
             cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
@@ -148,6 +144,22 @@ class Postgres(NativeService):
             os.chown(path, account.pw_uid, account.pw_gid)
         self.data_dir.chmod(0o700)
         allow_traversal(self.data_dir.parent)
+
+
+def ensure_login(cur, user: str, password: str, attributes: str = "") -> None:
+    """Create the login role, or give an existing one this password and these attributes (idempotent)."""
+    cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (user,))
+    verb = "ALTER" if cur.fetchone() else "CREATE"
+    cur.execute(sql.SQL(f"{verb} ROLE {{}} WITH LOGIN {attributes} PASSWORD %s").format(sql.Identifier(user)),
+                (password,))
+
+
+def ensure_database(cur, name: str, owner: str | None = None) -> None:
+    """Create the database unless it exists (outside a transaction: `cur`'s connection is in autocommit)."""
+    cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+    if cur.fetchone() is None:
+        owned = sql.SQL(" OWNER {}").format(sql.Identifier(owner)) if owner else sql.SQL("")
+        cur.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)) + owned)
 
 
 def allow_traversal(directory: Path) -> None:
