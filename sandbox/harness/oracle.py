@@ -75,6 +75,9 @@ class Recorded:
     # Keys whose events Kafka delivered again since that commit (Debezium re-sends after a crash), not changed:
     # an incremental read may hold them, with unchanged values.
     redelivered: set[tuple] = field(default_factory=set)
+    # `state` as Arrow tables by reader schema, built by its first check: the round's snapshot, time travel to this
+    # commit and the comparison with the source all compare with the same state.
+    arrow_tables: dict = field(default_factory=dict)
 
 
 class _ReadOnce:
@@ -226,7 +229,7 @@ class Oracle:
                 self._check_changes(previous, entry)
         rows = read_source(self.settings, self.mutator.placement(latest.table), latest.shape)
         source = {latest.shape.key_of(row): row for row in rows}
-        self._check("snapshot vs source", latest, snapshot, source)
+        self._check("snapshot vs source", latest, snapshot, latest.state if source == latest.state else source)
 
     # --- the expected state --------------------------------------------------------------------------------
     def _new_changes(self) -> list[Change]:
@@ -390,7 +393,8 @@ class Oracle:
                 self.stats.snapshots += 1
         expectation = Expectation(entry.shape, expected, self.mutator.placement(entry.table).dialect,
                                   deleted=entry.deleted, live_keys=entry.state.keys(), live_only=live_only,
-                                  unchanged=unchanged or {}, hard_deletes=self.pipeline.config.hard_deletes)
+                                  unchanged=unchanged or {}, hard_deletes=self.pipeline.config.hard_deletes,
+                                  arrow_tables=entry.arrow_tables if expected is entry.state else {})
         judge(self._where(what, entry), expectation, batches_by_reader,
               on_rows_built=lambda name, seconds: self._count_read(name, seconds, 0))
 

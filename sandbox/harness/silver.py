@@ -291,10 +291,10 @@ def _normalized_column(shape: Shape, table: pa.Table, name: str) -> pa.ChunkedAr
 def expected_table(shape: Shape, state: Rows, schema: pa.Schema) -> pa.Table:
     """The live rows of an expected state as an Arrow table of `schema` (a reader's), sorted by key. Raises
     NotComparableAsArrow when a value does not fit the reader's type (the row-by-row comparison then reports it)."""
-    rows = [state[key] for key in sorted(k for k, row in state.items() if row is not None)]
+    rows = [row for row in state.values() if row is not None]
     values = list(zip(*rows)) if rows else [()] * len(shape.columns)
     try:
-        return pa.table([pa.array(list(column), type=field.type) for column, field in zip(values, schema)],
-                        schema=schema)
+        table = pa.table([pa.array(column, type=field.type) for column, field in zip(values, schema)], schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
         raise NotComparableAsArrow(str(exc)) from exc
+    return table.take(pc.sort_indices(table, [(k, "ascending") for k in shape.table.primary_key]))

@@ -52,6 +52,8 @@ class Expectation:
     live_only: bool = True  # a snapshot (live rows only), or a range of changes (deleted rows too)
     unchanged: Rows = field(default_factory=dict)  # re-delivered keys the read may hold besides `rows`, as they are
     hard_deletes: bool = False
+    # `rows` as Arrow tables by reader schema, built on first use: judgements of one state may share it.
+    arrow_tables: dict = field(default_factory=dict, compare=False)
 
 
 def judge(where: str, expected: Expectation, reads: dict[str, list],
@@ -60,7 +62,7 @@ def judge(where: str, expected: Expectation, reads: dict[str, list],
     expected; `where` begins the message. `on_rows_built(reader, seconds)` is told the time Python rows took."""
     check_keys_and_types(where, expected, reads)
     check_deleted_rows(where, expected, reads)
-    tables: dict = {}  # the expected rows as Arrow, by the reader's schema: built once when the readers agree on it
+    tables = expected.arrow_tables  # built once per schema when the readers agree on it
     if expected.live_only and all(equal_as_arrow(expected.shape, batches, expected.rows, tables)
                                   for batches in reads.values()):
         return

@@ -43,6 +43,7 @@ def equal(shape: Shape, batches, expected) -> bool:
 def test_equal_read_is_decided_in_arrow_whatever_the_row_order():
     assert equal(DATE, date_batches(list(reversed(ROWS))), STATE)
     assert arrow_rows(DATE, date_batches(ROWS)) == STATE  # the row-by-row view agrees
+    assert equal(DATE, date_batches(ROWS), dict(reversed(STATE.items())))  # the expected state in any order too
 
 
 def test_rows_at_some_keys_are_those_rows_alone():

@@ -43,6 +43,19 @@ def test_a_read_that_holds_the_source_passes():
     judge(WHERE, snapshot(), both(read(list(ROWS.values()))))
 
 
+def test_judgements_of_one_state_share_its_arrow_table_and_each_read_is_still_judged():
+    """The oracle judges several reads against one recorded state (the round's snapshot, time travel to the commit,
+    the comparison with the source): the expected rows become an Arrow table once."""
+    tables: dict = {}
+    judge(WHERE, snapshot(arrow_tables=tables), both(read(list(ROWS.values()))))
+    assert len(tables) == 1
+    built = next(iter(tables.values()))
+    judge(WHERE, snapshot(arrow_tables=tables), {"hudi-rs": read(list(reversed(ROWS.values())))})
+    assert next(iter(tables.values())) is built
+    with pytest.raises(OracleMismatch, match=r"key catid=2: expected row .*, actual no row"):
+        judge(WHERE, snapshot(arrow_tables=tables), both(read([ROWS[1,]])))
+
+
 def test_a_lost_row_is_named_by_its_key():
     with pytest.raises(OracleMismatch, match=r"key catid=2: expected row .*, actual no row"):
         judge(WHERE, snapshot(), both(read([ROWS[1,]])))
