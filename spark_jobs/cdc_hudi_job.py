@@ -291,6 +291,7 @@ def start(spark: SparkSession, config: JobConfig, once: bool, report=print):
               # Spark reads a known offset range, so a fetch never needs to wait for data to arrive; the consumer's
               # default (500 ms) held each partition's last fetch of a micro-batch that long.
               .option("kafka.fetch.max.wait.ms", "10")
+              .options(**config.kafka_options)
               .load())
 
     def on_batch(batch: DataFrame, batch_id: int) -> None:

@@ -20,6 +20,8 @@ A JSON file (`--config`) holds:
   fail_on_data_loss                        stop when Kafka no longer has offsets the checkpoint expects (a
                                            topic deleted or recreated, retention passed): true by default, since
                                            a harness that skips lost changes would judge a lake that lacks them
+  kafka_options                            more options of the Kafka source, e.g. {"kafka.request.timeout.ms":
+                                           "10000"} (`kafka.`-prefixed ones go to Kafka's consumer and admin client)
   tables: [{topic, table, key: [columns], position: "lsn" | "binlog", buckets (optional)}]
 """
 
@@ -60,6 +62,7 @@ class JobConfig:
     buckets: int = 1
     starting_offsets: dict | None = None
     fail_on_data_loss: bool = True
+    kafka_options: dict = field(default_factory=dict)
     extra_spark_conf: dict = field(default_factory=dict)
 
     @property

@@ -40,6 +40,11 @@ from tickit_data import get_table
 # keep S3A's defaults, and ride out a LocalStack restart.
 HARNESS_S3A_RETRIES = {"spark.hadoop.fs.s3a.attempts.maximum": "3", "spark.hadoop.fs.s3a.retry.limit": "1",
                        "spark.hadoop.fs.s3a.retry.interval": "100ms"}
+# Likewise with Kafka: the query's stop closes Spark's Kafka admin client, whose close waits for its pending request,
+# which a stopped Kafka answers only with the client's API timeout, 60 s by default (a stop under `sandbox down` took
+# 59 s in about half the runs). At 10 s a killed Kafka still comes back (in about 8 s) before the job's offset lookups
+# give up (3 attempts). The admin client refuses an API timeout below its request timeout (30 s by default).
+HARNESS_KAFKA_TIMEOUTS = {"kafka.default.api.timeout.ms": "10000", "kafka.request.timeout.ms": "10000"}
 
 
 def spark_for(settings: Settings, config: JobConfig | None = None):
@@ -96,6 +101,9 @@ class Pipeline:
     drives_job: bool = True  # False: the job runs elsewhere (e.g. `sandbox job run`); waits only read silver
     topics_seen: bool = False  # every topic the job reads exists
     job: jobs.JobUnderTest = field(default_factory=jobs.builtin_job)
+
+    def __post_init__(self) -> None:
+        self.config = replace(self.config, kafka_options={**HARNESS_KAFKA_TIMEOUTS, **self.config.kafka_options})
 
     def __repr__(self) -> str:  # short: a failing property example prints its arguments
         tables = ", ".join(spec.table for spec in self.config.tables)

@@ -38,10 +38,11 @@ def test_the_job_writes_with_the_bucket_index_and_records_each_tables_count():
     assert (sale["hoodie.bucket.index.num.buckets"], sale[BUCKETS_KEY]) == ("4", "4")
 
 
-def test_a_tables_bucket_count_survives_the_config_file():
+def test_a_tables_bucket_count_and_the_kafka_options_survive_the_config_file():
     config = JobConfig(kafka_bootstrap="k:9092", registry_url="http://r", lake="s3a://lake",
                        tables=(TableSpec("t.ecomm.sale", "sale", ("salesid",), "binlog", buckets=4),
-                               TableSpec("t.ems.category", "category", ("catid",), "lsn")))
+                               TableSpec("t.ems.category", "category", ("catid",), "lsn")),
+                       kafka_options={"kafka.request.timeout.ms": "5000"})
     assert JobConfig.from_dict(config.to_dict()) == config
 
 
