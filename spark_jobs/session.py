@@ -15,19 +15,11 @@ SAX_DRIVER = "-Dorg.xml.sax.driver=com.sun.org.apache.xerces.internal.parsers.SA
 # The throughput collector instead of G1: a driver on 2 cores spent 38 of its 392 CPU-seconds in G1's marking and
 # collections over three suites, 12 of 358 with this one (README "The job's settings").
 PARALLEL_GC = "-XX:+UseParallelGC"
-# A Spark driver keeps meeting new code (plans, Hudi, S3, Avro, Parquet) for minutes, and on 2 cores the optimizing
-# compiler took 43% of the harness's driver CPU over the scenarios. Compiling only hotter methods with it (thresholds
-# times 3) and inlining less deep cut that to 30% and the driver's CPU by a quarter, with its tasks no slower
-# (README "The job's settings").
-LEAN_OPTIMIZING_COMPILER = ("-XX:Tier4InvocationThreshold=15000 -XX:Tier4MinInvocationThreshold=1800 "
-                            "-XX:Tier4CompileThreshold=45000 -XX:Tier4BackEdgeThreshold=120000 "
-                            "-XX:MaxInlineLevel=9 -XX:InlineSmallCode=1000")
 
 
 def driver_conf(config: JobConfig, java_options: str = "") -> dict[str, str]:
     """Settings that count only when the driver JVM starts: spark-submit's `--conf`, or PySpark's launcher."""
-    options = [QUIET_JOL, SAX_DRIVER, PARALLEL_GC, LEAN_OPTIMIZING_COMPILER, java_options]
-    conf = {"spark.driver.extraJavaOptions": " ".join(filter(None, options))}
+    conf = {"spark.driver.extraJavaOptions": " ".join(filter(None, [QUIET_JOL, SAX_DRIVER, PARALLEL_GC, java_options]))}
     if config.jars:
         # In local mode the driver runs the tasks: its classpath serves them, and the jars are not copied into a
         # temporary directory (about 400 MB per process) for a second class loader, as `spark.jars` would.
