@@ -28,6 +28,11 @@ TABLE_BUCKETS = {"listing": 8, "sale": 8, "user": 4}
 # The JVM's quick compiler alone, for a run that processes what Kafka holds and exits: its optimizing compiler's
 # threads cost more than their code saves in so short a life (README, "The job's settings").
 QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
+# Spark's streaming checkpoint writes each offsets and commits file to a temporary name and renames it, which S3A
+# does by copying and deleting: 25 S3 requests a file, two files a micro-batch. This manager (spark-hadoop-cloud)
+# writes the file in place through S3A's abortable stream, which makes it visible only when complete.
+CHECKPOINT_MANAGER = {"spark.sql.streaming.checkpointFileManagerClass":
+                      "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager"}
 
 
 def job_config(settings: Settings, lake: str | None = None, only: list[str] | None = None, **options) -> JobConfig:
@@ -50,7 +55,8 @@ def job_config(settings: Settings, lake: str | None = None, only: list[str] | No
         s3_access_key=ACCESS_KEY,
         s3_secret_key=SECRET_KEY,
         jars=tuple(str(p) for p in sorted((jvm.artifacts_dir(settings) / "spark").glob("*.jar"))),
-        extra_spark_conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
+        extra_spark_conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                          **CHECKPOINT_MANAGER},
         **options,
     )
 
