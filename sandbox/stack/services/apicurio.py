@@ -24,7 +24,7 @@ class Apicurio(NativeService):
         self.data_dir.mkdir(parents=True, exist_ok=True)
 
     def command(self) -> list[str]:
-        return [jvm.java_binary(), "-Xms128m", "-Xmx512m", "-XX:+UseG1GC",
+        return [jvm.java_binary(), "-Xms128m", "-Xmx512m", *jvm.service_options(),
                 f"-Dquarkus.http.host={self.endpoint.host}", f"-Dquarkus.http.port={self.endpoint.port}",
                 "-Dquarkus.log.console.color=false", "-jar", self.runner_jar()]
 

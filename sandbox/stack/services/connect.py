@@ -53,7 +53,7 @@ class KafkaConnect(NativeService):
         write_log4j2(self.conf_dir)
 
     def command(self) -> list[str]:
-        return [jvm.java_binary(), "-Xms256m", "-Xmx1g", "-XX:+UseG1GC",
+        return [jvm.java_binary(), "-Xms256m", "-Xmx1g", *jvm.service_options(busy=True),
                 f"-Dlog4j2.configurationFile={self.conf_dir / 'log4j2.properties'}",
                 "-cp", jvm.classpath(jvm.artifacts_dir(self.settings) / "kafka"),
                 "org.apache.kafka.connect.cli.ConnectDistributed", str(self.conf_dir / "connect-distributed.properties")]

@@ -96,7 +96,7 @@ class Kafka(NativeService):
                                f"check {props}; `sandbox reset` starts from empty state")
 
     def _java(self, heap: str = "256m") -> list[str]:
-        return [jvm.java_binary(), f"-Xms{heap}", "-Xmx512m", "-XX:+UseG1GC",
+        return [jvm.java_binary(), f"-Xms{heap}", "-Xmx512m", *jvm.service_options(),
                 f"-Dlog4j2.configurationFile={self.conf_dir / 'log4j2.properties'}",
                 "-cp", jvm.classpath(jvm.artifacts_dir(self.settings) / "kafka")]
 

@@ -134,7 +134,7 @@ class Metastore(NativeService):
                                                   self.settings.url("localstack")))
 
     def command(self) -> list[str]:
-        return [jvm.java_binary(), "-Xms64m", "-Xmx512m", "-XX:+UseSerialGC",
+        return [jvm.java_binary(), "-Xms64m", "-Xmx512m", *jvm.service_options(),
                 "-cp", f"{self.conf_dir}:{jars_dir(self.settings)}/*", SERVER_CLASS]
 
     def is_ready(self) -> bool:
