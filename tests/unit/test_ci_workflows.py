@@ -1,10 +1,8 @@
 """The CI files a team copies (.github/workflows/ and .gitlab-ci.yml), checked here without GitHub or GitLab:
-actionlint (built from its Go module) and gitlab-ci-local (from npm; it validates against GitLab's schema), each
-installed into the user's cache once per machine, and what each run must do."""
+by actionlint and gitlab-ci-local (tests/ci_linters.py), and for what each run must do."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,34 +11,19 @@ import pytest
 import yaml
 
 from sandbox.config import PROJECT_ROOT, user_cache_dir
+from tests import ci_linters
 
 WORKFLOWS = PROJECT_ROOT / ".github" / "workflows"
-ACTIONLINT = "github.com/rhysd/actionlint/cmd/actionlint"
-ACTIONLINT_VERSION = "v1.7.12"
-GITLAB_CI_LOCAL_VERSION = "4.60.0"  # later releases need Node 22
 
 
 @pytest.fixture(scope="session")
 def actionlint() -> Path:
-    binary = user_cache_dir(dict(os.environ)) / f"actionlint-{ACTIONLINT_VERSION}" / "actionlint"
-    if not binary.exists():
-        go = shutil.which("go")
-        assert go, "Go is needed to build actionlint: install Go 1.21 or later"
-        subprocess.run([go, "install", f"{ACTIONLINT}@{ACTIONLINT_VERSION}"], check=True, timeout=600,
-                       env={**os.environ, "GOBIN": str(binary.parent)})
-    return binary
+    return ci_linters.actionlint()
 
 
 @pytest.fixture(scope="session")
 def gitlab_ci_local() -> Path:
-    prefix = user_cache_dir(dict(os.environ)) / f"gitlab-ci-local-{GITLAB_CI_LOCAL_VERSION}"
-    binary = prefix / "node_modules" / ".bin" / "gitlab-ci-local"
-    if not binary.exists():
-        npm = shutil.which("npm")
-        assert npm, "npm (Node.js 20 or later) is needed to install gitlab-ci-local"
-        subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--silent",
-                        f"gitlab-ci-local@{GITLAB_CI_LOCAL_VERSION}"], check=True, timeout=600)
-    return binary
+    return ci_linters.gitlab_ci_local()
 
 
 def workflow(name: str) -> dict:
