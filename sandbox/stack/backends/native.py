@@ -71,15 +71,27 @@ class Step:
 
 
 def install_all(settings: Settings, report) -> None:
-    """Install what is missing; `report(name, outcome)` is told about each step."""
+    """Install what is missing, the three steps side by side (on a new machine they are downloads from apt, Maven
+    Central and PyPI); `report(name, outcome)` is told about each step."""
     native = {s.name for s in all_services(settings) if not s.external}
-    installed = install.ensure_os_packages(native)
-    report("os packages", "installed " + ", ".join(installed) if installed else "present")
-    with install.tools_lock(settings):
-        report("jvm artifacts", "resolved with Maven" if install.ensure_jvm_artifacts(settings) else "present")
-        if "localstack" in native:
-            installed = install.ensure_localstack(settings) | install.ensure_s3_journal(settings)
-            report("localstack", "installed" if installed else "present")
+
+    def os_packages() -> str:
+        installed = install.ensure_os_packages(native)
+        return "installed " + ", ".join(installed) if installed else "present"
+
+    def jvm_artifacts() -> str:
+        return "resolved with Maven" if install.ensure_jvm_artifacts(settings) else "present"
+
+    def localstack() -> str:
+        installed = install.ensure_localstack(settings) | install.ensure_s3_journal(settings)
+        return "installed" if installed else "present"
+
+    steps = {"os packages": os_packages, "jvm artifacts": jvm_artifacts}
+    if "localstack" in native:
+        steps["localstack"] = localstack
+    with install.tools_lock(settings), ThreadPoolExecutor(len(steps)) as pool:
+        _report_each({name: pool.submit(step) for name, step in steps.items()}, report,
+                     "fix each, then run `make up` again")
 
 
 def up(settings: Settings, report, skip_install: bool = False) -> None:
@@ -94,16 +106,17 @@ def up(settings: Settings, report, skip_install: bool = False) -> None:
             return {s.name: pool.submit(s.start) for s in services if isinstance(s, group) and not isinstance(s, but)}
 
         lake = start(LAKE)
-        _started(start(INDEPENDENT, but=LAKE), report)
+        _report_each(start(INDEPENDENT, but=LAKE), report)
         source_tables.create_tables(settings)
-        _started(start(DEPENDENT), report)
-        _started(lake, report)
+        _report_each(start(DEPENDENT), report)
+        _report_each(lake, report)
     for name in register_all(settings):
         report(f"connector {name}", "RUNNING")
 
 
-def _started(futures: dict, report) -> None:
-    """Report each service's start as it completes, in order; every failure at once."""
+def _report_each(futures: dict, report, hint: str = "`sandbox down` stops what did start") -> None:
+    """Report each step's outcome (a service's start, an install) in order, as it completes; every failure at
+    once."""
     errors = []
     for name, future in futures.items():
         try:
@@ -113,7 +126,7 @@ def _started(futures: dict, report) -> None:
     if errors:
         if len(errors) == 1:
             raise errors[0]
-        raise SandboxError("\n\n".join(str(e) for e in errors), "`sandbox down` stops what did start")
+        raise SandboxError("\n\n".join(str(e) for e in errors), hint)
 
 
 def down(settings: Settings, report) -> None:
