@@ -30,7 +30,8 @@ status: venv
 # The full suite. It leaves out the smoke round (`make check`'s): the oracle suites' rounds over all seven tables
 # check everything it checks.
 # On a new machine the installs run side by side (the Compose build, `sandbox up`'s packages, jars and LocalStack,
-# the CI linters): 226 s to the first test instead of 320 s one after another. Compose's Go build is most of it.
+# the CI linters): 226 s to the first test instead of 320 s one after another
+# with the earlier gitlab-ci-local (its re2 build 61 s). Compose's Go build is most of it.
 test: venv
 	@$(MAKE) --no-print-directory -j3 --output-sync=line compose-cli up ci-linters
 	@mkdir -p reports
