@@ -44,7 +44,10 @@ HARNESS_S3A_RETRIES = {"spark.hadoop.fs.s3a.attempts.maximum": "3", "spark.hadoo
 # which a stopped Kafka answers only with the client's API timeout, 60 s by default (a stop under `sandbox down` took
 # 59 s in about half the runs). At 10 s a killed Kafka still comes back (in about 8 s) before the job's offset lookups
 # give up (3 attempts). The admin client refuses an API timeout below its request timeout (30 s by default).
-HARNESS_KAFKA_TIMEOUTS = {"kafka.default.api.timeout.ms": "10000", "kafka.request.timeout.ms": "10000"}
+# One such stop later took 266 s, the admin client's thread asleep in its network poll the whole time: with nothing
+# due, that poll lasts until the client's next metadata refresh, 5 minutes by default. At 10 s it wakes sooner.
+HARNESS_KAFKA_TIMEOUTS = {"kafka.default.api.timeout.ms": "10000", "kafka.request.timeout.ms": "10000",
+                          "kafka.metadata.max.age.ms": "10000"}
 
 
 def spark_for(settings: Settings, config: JobConfig | None = None):
