@@ -34,11 +34,6 @@ QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
 CHECKPOINT_MANAGER = {"spark.sql.streaming.checkpointFileManagerClass":
                       "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager"}
 
-# S3A deletes the empty "directory" objects above every file it writes (one DeleteObjects a file, 7,560 in a
-# `make test`) unless told to keep them; every reader here (S3A, hudi-rs, the harness's listings) ignores them.
-# The oracle suites without the full load: DeleteObjects 464 -> 26, PutObject 410 -> 352.
-KEEP_DIRECTORY_MARKERS = {"spark.hadoop.fs.s3a.directory.marker.retention": "keep"}
-
 
 def job_config(settings: Settings, lake: str | None = None, only: list[str] | None = None, **options) -> JobConfig:
     """The job's config for this sandbox: every captured table, or `only` the named ones."""
@@ -61,7 +56,7 @@ def job_config(settings: Settings, lake: str | None = None, only: list[str] | No
         s3_secret_key=SECRET_KEY,
         jars=tuple(str(p) for p in sorted((jvm.artifacts_dir(settings) / "spark").glob("*.jar"))),
         extra_spark_conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-                          **CHECKPOINT_MANAGER, **KEEP_DIRECTORY_MARKERS},
+                          **CHECKPOINT_MANAGER},
         **options,
     )
 
