@@ -30,8 +30,8 @@ status: venv
 # The full suite. It leaves out the smoke round (`make check`'s): the oracle suites' rounds over all seven tables
 # check everything it checks.
 # On a new machine the installs run side by side (the Compose build, `sandbox up`'s packages, jars and LocalStack,
-# the CI linters): 226 s to the first test instead of 320 s one after another
-# with the earlier gitlab-ci-local (its re2 build 61 s). Compose's Go build is most of it.
+# the CI linters): 226 s to the first test, against 320 s one after another with the earlier gitlab-ci-local (61 s
+# of it compiling re2). Compose's Go build is the largest part.
 test: venv
 	@$(MAKE) --no-print-directory -j3 --output-sync=line compose-cli up ci-linters
 	@mkdir -p reports
