@@ -170,8 +170,7 @@ def check_layout(spark: SparkSession, path: str, buckets: int, default_buckets: 
     job's `default_buckets`."""
     if (path, buckets) in _CHECKED:
         return
-    table = spark._jvm.org.apache.hadoop.fs.Path(path)
-    fs = table.getFileSystem(spark._jsc.hadoopConfiguration())
+    table, fs = hadoop_path(spark, path)
     if fs.exists(table):
         names = [status.getPath().getName() for status in fs.listStatus(table) if status.isFile()]
         written = recorded_buckets(spark, fs, path) or default_buckets
@@ -245,11 +244,16 @@ def write_bronze(batch: DataFrame, config: JobConfig, batch_id: int) -> None:
     raw.write.mode("append").options(**BRONZE_COMMITTER).partitionBy("table", "batch_id").parquet(config.bronze_path)
 
 
+def hadoop_path(spark: SparkSession, path: str):
+    """`path` as a Hadoop Path, with the FileSystem that serves it."""
+    target = spark._jvm.org.apache.hadoop.fs.Path(path)
+    return target, target.getFileSystem(spark._jsc.hadoopConfiguration())
+
+
 def remove_paths(spark: SparkSession, paths: list[str]) -> None:
-    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
     for path in paths:
-        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-        hadoop_path.getFileSystem(conf).delete(hadoop_path, True)
+        target, fs = hadoop_path(spark, path)
+        fs.delete(target, True)
 
 
 def write_quarantine(quarantine: DataFrame, config: JobConfig, batch_id: int) -> int:

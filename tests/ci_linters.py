@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from sandbox.config import user_cache_dir
 from sandbox.errors import SandboxError
+from sandbox.stack.install import run_install
 
 ACTIONLINT = "github.com/rhysd/actionlint/cmd/actionlint"
 ACTIONLINT_VERSION = "v1.7.12"
@@ -23,14 +23,15 @@ ACTIONLINT_VERSION = "v1.7.12"
 # download its prebuilt binary (61 s of a new machine's time, against 3 s). Releases after 4.60 need Node 22.
 GITLAB_CI_LOCAL_VERSION = "4.55.0"
 INSTALL_TIMEOUT = 600
+REACHABLE = "check that the Go module proxy and the npm registry are reachable, then run it again"
 
 
 def actionlint() -> Path:
     binary = user_cache_dir(dict(os.environ)) / f"actionlint-{ACTIONLINT_VERSION}" / "actionlint"
     if not binary.exists():
         go = _tool("go", "Go is needed to build actionlint: install Go 1.21 or later")
-        _install([go, "install", f"{ACTIONLINT}@{ACTIONLINT_VERSION}"], "building actionlint",
-                 env={**os.environ, "GOBIN": str(binary.parent)})
+        run_install([go, "install", f"{ACTIONLINT}@{ACTIONLINT_VERSION}"], "building actionlint", REACHABLE,
+                    env={**os.environ, "GOBIN": str(binary.parent)}, timeout=INSTALL_TIMEOUT)
     return binary
 
 
@@ -39,8 +40,9 @@ def gitlab_ci_local() -> Path:
     binary = prefix / "node_modules" / ".bin" / "gitlab-ci-local"
     if not binary.exists():
         npm = _tool("npm", "npm (Node.js 20 or later) is needed to install gitlab-ci-local")
-        _install([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--silent",
-                  f"gitlab-ci-local@{GITLAB_CI_LOCAL_VERSION}"], "installing gitlab-ci-local from npm")
+        run_install([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--silent",
+                     f"gitlab-ci-local@{GITLAB_CI_LOCAL_VERSION}"], "installing gitlab-ci-local from npm", REACHABLE,
+                    timeout=INSTALL_TIMEOUT)
     return binary
 
 
@@ -49,13 +51,6 @@ def _tool(name: str, missing: str) -> str:
     if not found:
         raise SandboxError(missing, f"install it and put `{name}` on the PATH")
     return found
-
-
-def _install(command: list[str], what: str, env: dict | None = None) -> None:
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
-    if result.returncode != 0:
-        raise SandboxError(f"{what} failed:\n{(result.stdout + result.stderr).strip()[-1500:]}",
-                           "check that the Go module proxy and the npm registry are reachable, then run it again")
 
 
 def _timed(install) -> str:

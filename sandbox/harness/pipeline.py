@@ -27,7 +27,7 @@ from sandbox.sources import topics
 from sandbox.sources.tickit import normalized_rows
 from sandbox.stack.services.localstack import s3_client
 from sandbox.wait import wait_until
-from spark_jobs import queries
+from spark_jobs import cdc_hudi_job, queries
 from spark_jobs.job_config import JobConfig
 from spark_jobs.session import spark_session
 from tickit_data import get_table
@@ -325,9 +325,8 @@ class Pipeline:
         return None
 
     def _table_exists(self, table: str) -> bool:
-        jvm = self.spark._jvm
-        path = jvm.org.apache.hadoop.fs.Path(f"{self.path(table)}/.hoodie/timeline")
-        return path.getFileSystem(self.spark._jsc.hadoopConfiguration()).exists(path)
+        timeline, fs = cdc_hudi_job.hadoop_path(self.spark, f"{self.path(table)}/.hoodie/timeline")
+        return fs.exists(timeline)
 
     # --- reading silver ------------------------------------------------------------------------------------
     def path(self, table: str) -> str:

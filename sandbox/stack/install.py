@@ -116,8 +116,8 @@ def ensure_localstack(settings: Settings) -> bool:
     if stamp.exists() and stamp.read_text().strip() == fingerprint:
         return False
     shutil.rmtree(venv, ignore_errors=True)
-    _run([sys.executable, "-m", "venv", str(venv)], "creating LocalStack's virtualenv")
-    _run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *LOCALSTACK_REQUIREMENTS],
+    run_install([sys.executable, "-m", "venv", str(venv)], "creating LocalStack's virtualenv")
+    run_install([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *LOCALSTACK_REQUIREMENTS],
          "installing LocalStack from PyPI")
     stamp.write_text(fingerprint + "\n")
     return True
@@ -134,14 +134,15 @@ def ensure_s3_journal(settings: Settings) -> bool:
     with tempfile.TemporaryDirectory() as build:  # a build writes into its source tree: keep the checkout clean
         source = Path(build) / S3_JOURNAL_PLUGIN.name
         shutil.copytree(S3_JOURNAL_PLUGIN, source, ignore=shutil.ignore_patterns("__pycache__"))
-        _run([str(localstack_venv(settings) / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+        run_install([str(localstack_venv(settings) / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
               "--no-deps", "--force-reinstall", str(source)], "installing the S3 journal into LocalStack")
     stamp.write_text(fingerprint + "\n")
     return True
 
 
-def _run(command: list[str], what: str) -> None:
-    result = subprocess.run(command, capture_output=True, text=True)
+def run_install(command: list[str], what: str, hint: str = "check that PyPI is reachable, then run `make up` again",
+                env: dict | None = None, timeout: float | None = None) -> None:
+    """Run an install step; a failure raises `SandboxError` with the end of its output and `hint`."""
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
     if result.returncode != 0:
-        raise SandboxError(f"{what} failed:\n{(result.stdout + result.stderr).strip()[-1500:]}",
-                           "check that PyPI is reachable, then run `make up` again")
+        raise SandboxError(f"{what} failed:\n{(result.stdout + result.stderr).strip()[-1500:]}", hint)
