@@ -4,16 +4,16 @@ A round is everything the mutation journal recorded since the previous round. Th
 has committed each touched table up to the source position of the round's last change (it finds that change's
 event in Kafka first: a job whose checkpoint passes the event without silver reaching the position fails the round
 at once), reads the changed keys back from the source, and records the expected state for that commit. The round
-then asserts exact typed equality of
-  - the incremental read from the previous recorded commit to this one with the rows changed in between, through
-    Spark and through hudi-rs, and the two readers with each other,
-  - the latest snapshot with the expected state (which is the source table's state), through hudi-rs.
-`verify_history()` (which the fixtures and scenarios run at the end of every test) checks each recorded commit's
-whole table through both readers: time travel to every commit against the state recorded for it, the latest through
-a snapshot read, which is also compared with a full read of the source; and it repeats the incremental checks.
-Spark reads whole tables only there: time travel to a commit reads what a snapshot read when it was the latest,
-and later, with newer commits on top, it also tests that the old version is still there. The round's snapshot
-through the reader without a JVM fails a wrong round at once, at a fraction of a Spark read's cost.
+then asserts exact typed equality, through hudi-rs, of
+  - the incremental read from the previous recorded commit to this one with the rows changed in between,
+  - the latest snapshot with the expected state (which is the source table's state).
+`verify_history()` (which the fixtures and scenarios run at the end of every test) checks each recorded commit
+through both readers, and the two readers with each other: time travel to every commit against the state recorded
+for it, the latest through a snapshot read, which is also compared with a full read of the source, and the
+incremental read between every two recorded commits. Spark reads only there: time travel to a commit reads what a
+snapshot read when it was the latest, and an incremental range read later, with newer commits on top, also tests
+that the commits' files are still there; each costs the driver that also runs the job under test about a second.
+The round's reads through the reader without a JVM fail a wrong round at once, at a fraction of that cost.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Oracle:
                  stats: RunStats = RUN_STATS):
         self.settings, self.pipeline, self.mutator, self.timeout = settings, pipeline, mutator, timeout
         self.readers = [SparkSilver(pipeline.spark, pipeline.config), RustSilver(pipeline.config)]
-        self.round_reader = self.readers[1]  # reads a round's whole snapshot; both readers do at `verify_history`
+        self.round_reader = self.readers[1]  # reads a round; both readers do at `verify_history`
         self.stats = stats
         self.shapes: dict[str, Shape] = {}
         self.states: dict[str, dict[tuple, tuple]] = {}
@@ -360,9 +360,9 @@ class Oracle:
                     readers=[self.round_reader])
         entries = self.recorded[entry.table]
         if len(entries) > 1:
-            self._check_changes(entries[-2], entry)
+            self._check_changes(entries[-2], entry, readers=[self.round_reader])
 
-    def _check_changes(self, previous: Recorded, entry: Recorded) -> None:
+    def _check_changes(self, previous: Recorded, entry: Recorded, readers: list | None = None) -> None:
         shape = entry.shape
         expected = {key: entry.state.get(key) for key in entry.changed}
         if self.pipeline.config.hard_deletes:
@@ -370,7 +370,7 @@ class Oracle:
         unchanged = {key: entry.state.get(key) for key in entry.redelivered}
         self._check(f"incremental after {previous.commit.instant}", entry,
                     lambda r: r.changes_batches(shape, previous.commit, entry.commit), expected, live_only=False,
-                    unchanged=unchanged)
+                    unchanged=unchanged, readers=readers)
         with STATS_LOCK:
             self.stats.incremental_ranges += 1
 

@@ -1,6 +1,6 @@
 """The oracle suites: full TICKIT in silver, rounds of changes across every table, and the CDC edge cases. Each
-round is checked (the incremental read through Spark and hudi-rs, the snapshot through hudi-rs), and every recorded
-commit's whole table through both at the end (time travel, the latest snapshot, the source)."""
+round is checked through hudi-rs (the incremental read and the snapshot), and every recorded commit through both
+readers at the end (time travel, the incremental reads between commits, the latest snapshot, the source)."""
 
 from __future__ import annotations
 
