@@ -1,0 +1,41 @@
+"""`make test`'s suite: the end-to-end tests, with the unit tests in a pytest of their own beside them.
+
+The end-to-end run is paced by the pipeline's waits and the Spark driver; the unit tests need no service and run
+meanwhile (alone they take about 45 s, half of it waiting on their subprocesses). Their output goes to
+`reports/unit-tests.log` and is shown after the end-to-end run: the outcome line, or the whole log if they failed.
+Both runs must pass. `python -m tests.full_suite [pytest args]` passes the arguments to the end-to-end run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPORTS = Path("reports")
+UNIT_LOG = REPORTS / "unit-tests.log"
+JUNIT_FILES = {"end-to-end": REPORTS / "junit.xml", "unit": REPORTS / "junit-unit.xml"}
+UNIT_RUN = ["tests/unit", "-p", "no:cacheprovider", f"--junitxml={JUNIT_FILES['unit']}",
+            f"--sandbox-summary={REPORTS / 'unit-summary.txt'}"]
+END_TO_END_RUN = ["--ignore=tests/unit", "-m", "not smoke", f"--junitxml={JUNIT_FILES['end-to-end']}",
+                  "--durations=20"]
+
+
+def pytest(args: list[str], **streams) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pytest", *args], **streams)
+
+
+def main(extra: list[str]) -> int:
+    REPORTS.mkdir(exist_ok=True)
+    with UNIT_LOG.open("w") as log:
+        unit = pytest(UNIT_RUN, stdout=log, stderr=subprocess.STDOUT)
+        end_to_end = pytest([*END_TO_END_RUN, *extra]).wait()
+        unit_exit = unit.wait()
+    lines = UNIT_LOG.read_text().splitlines()
+    print(f"\nunit tests, run beside the end-to-end ones ({UNIT_LOG}):")
+    print("\n".join(lines if unit_exit else lines[-1:]))
+    return end_to_end or unit_exit
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
