@@ -10,15 +10,26 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+
+from sandbox.config import PROJECT_ROOT
 
 REPORTS = Path("reports")
 UNIT_LOG = REPORTS / "unit-tests.log"
 JUNIT_FILES = {"end-to-end": REPORTS / "junit.xml", "unit": REPORTS / "junit-unit.xml"}
-UNIT_RUN = ["tests/unit", "-p", "no:cacheprovider", f"--junitxml={JUNIT_FILES['unit']}",
+UNIT_TESTS = "tests/unit"
+UNIT_RUN = [UNIT_TESTS, "-p", "no:cacheprovider", f"--junitxml={JUNIT_FILES['unit']}",
             f"--sandbox-summary={REPORTS / 'unit-summary.txt'}"]
-END_TO_END_RUN = ["--ignore=tests/unit", "-m", "not smoke", f"--junitxml={JUNIT_FILES['end-to-end']}",
-                  "--durations=20"]
+
+
+def end_to_end_run() -> list[str]:
+    """pytest's arguments for the configured test paths but the unit tests' (paths given as arguments replace
+    them, as with pytest alone)."""
+    configured = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["testpaths"]
+    paths = " ".join(path for path in configured if path != UNIT_TESTS)
+    return ["-o", f"testpaths={paths}", "-m", "not smoke", f"--junitxml={JUNIT_FILES['end-to-end']}",
+            "--durations=20"]
 
 
 def pytest(args: list[str], **streams) -> subprocess.Popen:
@@ -29,7 +40,7 @@ def main(extra: list[str]) -> int:
     REPORTS.mkdir(exist_ok=True)
     with UNIT_LOG.open("w") as log:
         unit = pytest(UNIT_RUN, stdout=log, stderr=subprocess.STDOUT)
-        end_to_end = pytest([*END_TO_END_RUN, *extra]).wait()
+        end_to_end = pytest([*end_to_end_run(), *extra]).wait()
         unit_exit = unit.wait()
     lines = UNIT_LOG.read_text().splitlines()
     print(f"\nunit tests, run beside the end-to-end ones ({UNIT_LOG}):")

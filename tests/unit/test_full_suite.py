@@ -1,0 +1,26 @@
+"""`make test`'s two pytest runs (tests/full_suite.py) together collect every test once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from sandbox.config import PROJECT_ROOT
+from tests import full_suite
+
+
+def collected(args: list[str]) -> list[str]:
+    args = [arg for arg in args if not arg.startswith("--junitxml")]  # the runs' reports are not this test's
+    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return [line for line in result.stdout.splitlines() if "::" in line]
+
+
+def test_the_unit_and_end_to_end_runs_together_collect_every_test_once():
+    everything = collected(["-m", "not smoke"])
+    unit = collected(full_suite.UNIT_RUN)
+    end_to_end = collected(full_suite.end_to_end_run())
+    assert unit and end_to_end
+    assert not any(test.startswith(full_suite.UNIT_TESTS) for test in end_to_end)
+    assert sorted(unit + end_to_end) == sorted(everything)
