@@ -138,6 +138,13 @@ class ConnectClient:
     def config(self, name: str) -> dict[str, str]:
         return requests.get(f"{self.url}/connectors/{name}/config", timeout=10).json()
 
+    def registered_config(self, name: str) -> dict[str, str] | None:
+        """The config the connector was registered with (without the name Connect adds); None if there is none."""
+        response = requests.get(f"{self.url}/connectors/{name}/config", timeout=10)
+        if response.status_code == 404:
+            return None
+        return {key: value for key, value in response.json().items() if key != "name"}
+
     def connectors(self) -> list[str]:
         return requests.get(f"{self.url}/connectors", timeout=10).json()
 
@@ -173,7 +180,10 @@ def register_all(settings: Settings, view: WorkerView | None = None) -> list[str
     client = ConnectClient(settings.url("connect"))
     names = []
     for source in settings.topology.sources.values():
-        client.put_config(source.connector, connector_config(settings, source, view))
+        config = connector_config(settings, source, view)
+        # Connect restarts a connector given its config again, unchanged or not: capture would pause on every `up`.
+        if client.registered_config(source.connector) != config:
+            client.put_config(source.connector, config)
         names.append(source.connector)
     for name in names:
         if "FAILED" in connector_states(client.status(name)):  # e.g. its database was gone for a while

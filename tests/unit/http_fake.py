@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def serve(answer: Callable[[str, str], tuple[int, bytes]]) -> ThreadingHTTPServer:
-    """Serve GET and POST with `answer(method, path) -> (status, body)`; `shutdown()` the server when done."""
+    """Serve GET, POST and PUT with `answer(method, path) -> (status, body)`; `shutdown()` the server when done."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
@@ -16,6 +16,10 @@ def serve(answer: Callable[[str, str], tuple[int, bytes]]) -> ThreadingHTTPServe
 
         def do_POST(self):
             self._reply("POST")
+
+        def do_PUT(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self._reply("PUT")
 
         def _reply(self, method: str):
             status, body = answer(method, self.path)

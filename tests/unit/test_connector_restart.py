@@ -55,3 +55,40 @@ def test_a_task_that_fails_again_after_its_restart_fails_with_its_new_trace(conn
     connect.client.restart_failed("tickit-postgres")
     with pytest.raises(SandboxError, match="the database is still down"):
         connect.client.wait_running("tickit-postgres")
+
+
+class Registered:
+    """Serves a connector's registered config and status, and counts the configs put."""
+
+    def __init__(self, config: dict | None):
+        self.config, self.puts = config, 0
+        self.server = serve(self._answer)
+
+    def _answer(self, method: str, path: str) -> tuple[int, bytes]:
+        if method == "PUT":
+            self.puts += 1
+            return 200, b"{}"
+        if path.endswith("/config"):
+            if self.config is None:
+                return 404, json.dumps({"error_code": 404, "message": "not found"}).encode()
+            return 200, json.dumps({**self.config, "name": path.split("/")[2]}).encode()
+        return 200, json.dumps(status("RUNNING", "RUNNING")).encode()
+
+
+@pytest.mark.parametrize("registered, puts", [({"poll.interval.ms": "50"}, 0), ({"poll.interval.ms": "500"}, 1),
+                                              (None, 1)])
+def test_up_puts_a_connector_config_only_when_it_differs_from_the_registered_one(registered, puts, monkeypatch,
+                                                                                 tmp_path):
+    """Connect restarts a connector whose config is put again, even unchanged: `up` would pause capture."""
+    from sandbox.config import Settings
+    from sandbox.stack import connectors
+
+    fake = Registered(registered)
+    settings = Settings.load({"SANDBOX_CONNECT_PORT": str(fake.server.server_port), "SANDBOX_BACKEND": "native",
+                              "SANDBOX_STATE_DIR": str(tmp_path)})
+    monkeypatch.setattr(connectors, "connector_config", lambda settings, source, view=None: {"poll.interval.ms": "50"})
+    try:
+        connectors.register_all(settings)
+    finally:
+        fake.server.shutdown()
+    assert fake.puts == puts * len(settings.topology.sources)
