@@ -22,6 +22,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from sandbox.config import Settings
 from sandbox.harness.silver import Rows, RustSilver, Shape, SparkSilver
@@ -204,29 +205,40 @@ class Oracle:
         against a full read of the source. Nothing to repeat if no round ran since the last verification."""
         if self._verified_after == self.rounds:
             return
-        _each_table(self._verify_table, list(self.recorded.values()))
+        _run_all([check for entries in self.recorded.values() for check in self._history_checks(entries)])
         self._verified_after = self.rounds
 
     def verify_and_forget(self, tables: list[str]) -> None:
         """Verify these tables' history, then keep only each one's latest recorded commit (where the next round's
         incremental check starts): a long run of examples costs, in time and memory, one example at a time."""
-        _each_table(self._verify_table, [self.recorded[table] for table in tables if self.recorded[table]])
+        _run_all([check for table in tables for check in self._history_checks(self.recorded[table])])
         for table in tables:
             del self.recorded[table][:-1]
 
-    def _verify_table(self, entries: list[Recorded]) -> None:
+    def _history_checks(self, entries: list[Recorded]) -> list:
+        """A table's history, in commit order, as checks that can run side by side: time travel to each recorded
+        commit, the incremental read between every two, then the latest snapshot and its comparison with the
+        source (one check: while the latest recorded commit is the table's newest, one snapshot read serves both
+        and stands for that commit's time travel)."""
+        if not entries:
+            return []
         latest = entries[-1]
-        # While the latest recorded commit is the table's newest, a snapshot read holds it: one read serves that
-        # commit's check and the comparison with the source.
-        snapshot = _ReadOnce(lambda r: r.snapshot_batches(latest.shape))
         latest_is_newest = self._last_instant(latest.table) == latest.commit.instant
+        checks = []
         for previous, entry in zip([None, *entries], entries):
-            if entry is latest and latest_is_newest:
-                self._check("snapshot", entry, snapshot, entry.state)
-            else:
-                self._check("time travel", entry, lambda r, e=entry: r.as_of_batches(e.shape, e.commit), entry.state)
+            if entry is not latest or not latest_is_newest:
+                checks.append(partial(self._check_time_travel, entry))
             if previous is not None:
-                self._check_changes(previous, entry)
+                checks.append(partial(self._check_changes, previous, entry))
+        return [*checks, partial(self._check_latest, latest, latest_is_newest)]
+
+    def _check_time_travel(self, entry: Recorded) -> None:
+        self._check("time travel", entry, lambda r: r.as_of_batches(entry.shape, entry.commit), entry.state)
+
+    def _check_latest(self, latest: Recorded, latest_is_newest: bool) -> None:
+        snapshot = _ReadOnce(lambda r: r.snapshot_batches(latest.shape))
+        if latest_is_newest:
+            self._check("snapshot", latest, snapshot, latest.state)
         rows = read_source(self.settings, self.mutator.placement(latest.table), latest.shape)
         source = {latest.shape.key_of(row): row for row in rows}
         self._check("snapshot vs source", latest, snapshot, latest.state if source == latest.state else source)
@@ -426,6 +438,11 @@ def _split_by_commit(later: list[Commit], awaited: Commit) -> str | None:
     if first is not None and first.instant == awaited.instant:
         return None
     return f"{first.instant if first else '(none)'} is not the commit that holds them, {awaited.instant}"
+
+
+def _run_all(checks: list) -> None:
+    """Every check, several at once (as `_each_table`); the first failure in the list's order is raised."""
+    _each_table(lambda check: check(), checks)
 
 
 def _each_table(check, entries: list) -> None:
