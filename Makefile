@@ -9,9 +9,11 @@ PYTEST_ARGS ?=
 
 venv: $(STAMP)
 
+# --no-compile: pip would byte-compile every module of every package (pyspark's thousands); Python compiles the ones
+# imported when first imported. A fresh clone's venv: 28.1 s -> 21.4 s.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e .
+	$(BIN)/pip install -q --disable-pip-version-check --no-compile -e .
 	@touch $@
 
 # Docker Compose pinned and built from its Go module into ~/.cache/cdc-sandbox, once per machine (validates compose/ without an engine).
