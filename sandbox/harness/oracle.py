@@ -150,7 +150,7 @@ class Oracle:
         self._note_consumed_past(landmarks, commits)
         self._check_one_batch(commits)
         recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
-        _each_table(self._check_round, list(recorded.values()))
+        _run_all([check for entry in recorded.values() for check in self._round_checks(entry)])
         with STATS_LOCK:
             self.stats.rounds += 1
         self.rounds += 1
@@ -367,12 +367,15 @@ class Oracle:
         return entry
 
     # --- the checks ----------------------------------------------------------------------------------------
-    def _check_round(self, entry: Recorded) -> None:
-        self._check("snapshot", entry, lambda r: r.snapshot_batches(entry.shape), entry.state,
-                    readers=[self.round_reader])
+    def _round_checks(self, entry: Recorded) -> list:
+        """A round's checks of a table, which can run side by side: its snapshot and the incremental read since
+        its previous recorded commit."""
+        checks = [partial(self._check, "snapshot", entry, lambda r: r.snapshot_batches(entry.shape), entry.state,
+                          readers=[self.round_reader])]
         entries = self.recorded[entry.table]
         if len(entries) > 1:
-            self._check_changes(entries[-2], entry, readers=[self.round_reader])
+            checks.append(partial(self._check_changes, entries[-2], entry, readers=[self.round_reader]))
+        return checks
 
     def _check_changes(self, previous: Recorded, entry: Recorded, readers: list | None = None) -> None:
         shape = entry.shape
@@ -441,16 +444,10 @@ def _split_by_commit(later: list[Commit], awaited: Commit) -> str | None:
 
 
 def _run_all(checks: list) -> None:
-    """Every check, several at once (as `_each_table`); the first failure in the list's order is raised."""
-    _each_table(lambda check: check(), checks)
-
-
-def _each_table(check, entries: list) -> None:
-    """`check(entry)` for every table's entry, several tables at once: a check's reads are short Spark jobs and
-    hudi-rs scans that wait on S3 and on scheduling more than on the CPU. The first table's failure, in order, is
-    raised."""
-    with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(entries)))) as pool:
-        list(pool.map(check, entries))
+    """Every check, TABLE_CHECK_THREADS at once: a check's reads are short Spark jobs and hudi-rs scans that wait on
+    S3 and on scheduling more than on the CPU. The first failure in the list's order is raised."""
+    with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(checks)))) as pool:
+        list(pool.map(lambda check: check(), checks))
 
 
 def _timed(work, arg):
