@@ -36,7 +36,7 @@ from sandbox.stack.databases import Placement, table_connection
 from tickit_data.ddl import quote
 from tickit_data.schema import get_table
 
-TABLE_CHECK_THREADS = 4
+CHECK_THREADS = 4
 
 
 class NotOneBatch(AssertionError):
@@ -279,7 +279,7 @@ class Oracle:
         """The Kafka (partition, offset) of each target table's last event of the round, read from its topic; the
         pipeline's wait fails at once if the job commits past it without silver reaching the target."""
         last = {c.table: c for c in changes if c.table in targets and c.debezium_ops}
-        with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(last)))) as pool:
+        with ThreadPoolExecutor(max(1, min(CHECK_THREADS, len(last)))) as pool:
             found = dict(zip(last, pool.map(lambda change: self._find_event(change, deadline), last.values())))
         for table, (topic, partition, offset) in found.items():
             self.kafka_floor.setdefault(topic, {})[partition] = max(offset + 1,
@@ -444,9 +444,9 @@ def _split_by_commit(later: list[Commit], awaited: Commit) -> str | None:
 
 
 def _run_all(checks: list) -> None:
-    """Every check, TABLE_CHECK_THREADS at once: a check's reads are short Spark jobs and hudi-rs scans that wait on
+    """Every check, CHECK_THREADS at once: a check's reads are short Spark jobs and hudi-rs scans that wait on
     S3 and on scheduling more than on the CPU. The first failure in the list's order is raised."""
-    with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(checks)))) as pool:
+    with ThreadPoolExecutor(max(1, min(CHECK_THREADS, len(checks)))) as pool:
         list(pool.map(lambda check: check(), checks))
 
 

@@ -135,9 +135,6 @@ class ConnectClient:
         response = requests.get(f"{self.url}/connectors/{name}/status", timeout=10)
         return response.json() if response.status_code == 200 else {}
 
-    def config(self, name: str) -> dict[str, str]:
-        return requests.get(f"{self.url}/connectors/{name}/config", timeout=10).json()
-
     def registered_config(self, name: str) -> dict[str, str] | None:
         """The config the connector was registered with (without the name Connect adds); None if there is none."""
         response = requests.get(f"{self.url}/connectors/{name}/config", timeout=10)

@@ -31,7 +31,7 @@ def test_connect_worker_has_the_debezium_plugins(connect_client):
 
 def test_connector_configs_hold_no_password(connect_client, sandbox):
     for source in sandbox.topology.sources.values():
-        config = connect_client.config(source.connector)
+        config = connect_client.registered_config(source.connector)
         assert config["database.password"].startswith("${file:"), "passwords come through FileConfigProvider"
         assert config["value.converter"] == "io.apicurio.registry.utils.converter.AvroConverter"
 
