@@ -22,7 +22,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import partial
 
 from sandbox.config import Settings
 from sandbox.harness.silver import Rows, RustSilver, Shape, SparkSilver
@@ -36,7 +35,7 @@ from sandbox.stack.databases import Placement, table_connection
 from tickit_data.ddl import quote
 from tickit_data.schema import get_table
 
-CHECK_THREADS = 4
+TABLE_CHECK_THREADS = 4
 
 
 class NotOneBatch(AssertionError):
@@ -150,7 +149,7 @@ class Oracle:
         self._note_consumed_past(landmarks, commits)
         self._check_one_batch(commits)
         recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
-        _run_all([check for entry in recorded.values() for check in self._round_checks(entry)])
+        _each_table(self._check_round, list(recorded.values()))
         with STATS_LOCK:
             self.stats.rounds += 1
         self.rounds += 1
@@ -205,40 +204,29 @@ class Oracle:
         against a full read of the source. Nothing to repeat if no round ran since the last verification."""
         if self._verified_after == self.rounds:
             return
-        _run_all([check for entries in self.recorded.values() for check in self._history_checks(entries)])
+        _each_table(self._verify_table, list(self.recorded.values()))
         self._verified_after = self.rounds
 
     def verify_and_forget(self, tables: list[str]) -> None:
         """Verify these tables' history, then keep only each one's latest recorded commit (where the next round's
         incremental check starts): a long run of examples costs, in time and memory, one example at a time."""
-        _run_all([check for table in tables for check in self._history_checks(self.recorded[table])])
+        _each_table(self._verify_table, [self.recorded[table] for table in tables if self.recorded[table]])
         for table in tables:
             del self.recorded[table][:-1]
 
-    def _history_checks(self, entries: list[Recorded]) -> list:
-        """A table's history, in commit order, as checks that can run side by side: time travel to each recorded
-        commit, the incremental read between every two, then the latest snapshot and its comparison with the
-        source (one check: while the latest recorded commit is the table's newest, one snapshot read serves both
-        and stands for that commit's time travel)."""
-        if not entries:
-            return []
+    def _verify_table(self, entries: list[Recorded]) -> None:
         latest = entries[-1]
-        latest_is_newest = self._last_instant(latest.table) == latest.commit.instant
-        checks = []
-        for previous, entry in zip([None, *entries], entries):
-            if entry is not latest or not latest_is_newest:
-                checks.append(partial(self._check_time_travel, entry))
-            if previous is not None:
-                checks.append(partial(self._check_changes, previous, entry))
-        return [*checks, partial(self._check_latest, latest, latest_is_newest)]
-
-    def _check_time_travel(self, entry: Recorded) -> None:
-        self._check("time travel", entry, lambda r: r.as_of_batches(entry.shape, entry.commit), entry.state)
-
-    def _check_latest(self, latest: Recorded, latest_is_newest: bool) -> None:
+        # While the latest recorded commit is the table's newest, a snapshot read holds it: one read serves that
+        # commit's check and the comparison with the source.
         snapshot = _ReadOnce(lambda r: r.snapshot_batches(latest.shape))
-        if latest_is_newest:
-            self._check("snapshot", latest, snapshot, latest.state)
+        latest_is_newest = self._last_instant(latest.table) == latest.commit.instant
+        for previous, entry in zip([None, *entries], entries):
+            if entry is latest and latest_is_newest:
+                self._check("snapshot", entry, snapshot, entry.state)
+            else:
+                self._check("time travel", entry, lambda r, e=entry: r.as_of_batches(e.shape, e.commit), entry.state)
+            if previous is not None:
+                self._check_changes(previous, entry)
         rows = read_source(self.settings, self.mutator.placement(latest.table), latest.shape)
         source = {latest.shape.key_of(row): row for row in rows}
         self._check("snapshot vs source", latest, snapshot, latest.state if source == latest.state else source)
@@ -279,7 +267,7 @@ class Oracle:
         """The Kafka (partition, offset) of each target table's last event of the round, read from its topic; the
         pipeline's wait fails at once if the job commits past it without silver reaching the target."""
         last = {c.table: c for c in changes if c.table in targets and c.debezium_ops}
-        with ThreadPoolExecutor(max(1, min(CHECK_THREADS, len(last)))) as pool:
+        with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(last)))) as pool:
             found = dict(zip(last, pool.map(lambda change: self._find_event(change, deadline), last.values())))
         for table, (topic, partition, offset) in found.items():
             self.kafka_floor.setdefault(topic, {})[partition] = max(offset + 1,
@@ -367,15 +355,12 @@ class Oracle:
         return entry
 
     # --- the checks ----------------------------------------------------------------------------------------
-    def _round_checks(self, entry: Recorded) -> list:
-        """A round's checks of a table, which can run side by side: its snapshot and the incremental read since
-        its previous recorded commit."""
-        checks = [partial(self._check, "snapshot", entry, lambda r: r.snapshot_batches(entry.shape), entry.state,
-                          readers=[self.round_reader])]
+    def _check_round(self, entry: Recorded) -> None:
+        self._check("snapshot", entry, lambda r: r.snapshot_batches(entry.shape), entry.state,
+                    readers=[self.round_reader])
         entries = self.recorded[entry.table]
         if len(entries) > 1:
-            checks.append(partial(self._check_changes, entries[-2], entry, readers=[self.round_reader]))
-        return checks
+            self._check_changes(entries[-2], entry, readers=[self.round_reader])
 
     def _check_changes(self, previous: Recorded, entry: Recorded, readers: list | None = None) -> None:
         shape = entry.shape
@@ -443,11 +428,12 @@ def _split_by_commit(later: list[Commit], awaited: Commit) -> str | None:
     return f"{first.instant if first else '(none)'} is not the commit that holds them, {awaited.instant}"
 
 
-def _run_all(checks: list) -> None:
-    """Every check, CHECK_THREADS at once: a check's reads are short Spark jobs and hudi-rs scans that wait on
-    S3 and on scheduling more than on the CPU. The first failure in the list's order is raised."""
-    with ThreadPoolExecutor(max(1, min(CHECK_THREADS, len(checks)))) as pool:
-        list(pool.map(lambda check: check(), checks))
+def _each_table(check, entries: list) -> None:
+    """`check(entry)` for every table's entry, several tables at once: a check's reads are short Spark jobs and
+    hudi-rs scans that wait on S3 and on scheduling more than on the CPU. The first table's failure, in order, is
+    raised."""
+    with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(entries)))) as pool:
+        list(pool.map(check, entries))
 
 
 def _timed(work, arg):
