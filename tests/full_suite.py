@@ -11,11 +11,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 from sandbox.config import PROJECT_ROOT
 
-REPORTS = Path("reports")
+REPORTS = PROJECT_ROOT / "reports"
 UNIT_LOG = REPORTS / "unit-tests.log"
 JUNIT_FILES = {"end-to-end": REPORTS / "junit.xml", "unit": REPORTS / "junit-unit.xml"}
 UNIT_TESTS = "tests/unit"
@@ -43,7 +42,7 @@ def main(extra: list[str]) -> int:
         end_to_end = pytest([*end_to_end_run(), *extra]).wait()
         unit_exit = unit.wait()
     lines = UNIT_LOG.read_text().splitlines()
-    print(f"\nunit tests, run beside the end-to-end ones ({UNIT_LOG}):")
+    print(f"\nunit tests, run beside the end-to-end ones ({UNIT_LOG.relative_to(PROJECT_ROOT)}):")
     print("\n".join(lines if unit_exit else lines[-1:]))
     return end_to_end or unit_exit
 
