@@ -199,13 +199,16 @@ class Oracle:
                 raise NotOneBatch(f"{table}: the changes made while the job was paused (up to source position "
                                   f"{target}) did not land in one commit; the first commit after the pause {split}")
 
-    def verify_history(self) -> None:
+    def verify_history(self) -> dict[str, dict[str, list]]:
         """Time travel to every recorded commit and the incremental reads between them; the latest snapshot
-        against a full read of the source. Nothing to repeat if no round ran since the last verification."""
+        against a full read of the source. Nothing to repeat if no round ran since the last verification.
+        Returns each table's latest snapshot as each reader read it ({table: {reader name: Arrow batches}}; {} when
+        nothing was verified), for a test's own checks of the whole table."""
         if self._verified_after == self.rounds:
-            return
-        _each_table(self._verify_table, list(self.recorded.values()))
+            return {}
+        snapshots = _each_table(self._verify_table, list(self.recorded.values()))
         self._verified_after = self.rounds
+        return {entries[-1].table: batches for entries, batches in zip(self.recorded.values(), snapshots)}
 
     def verify_and_forget(self, tables: list[str]) -> None:
         """Verify these tables' history, then keep only each one's latest recorded commit (where the next round's
@@ -214,7 +217,7 @@ class Oracle:
         for table in tables:
             del self.recorded[table][:-1]
 
-    def _verify_table(self, entries: list[Recorded]) -> None:
+    def _verify_table(self, entries: list[Recorded]) -> dict[str, list]:
         latest = entries[-1]
         # While the latest recorded commit is the table's newest, a snapshot read holds it: one read serves that
         # commit's check and the comparison with the source.
@@ -230,6 +233,7 @@ class Oracle:
         rows = read_source(self.settings, self.mutator.placement(latest.table), latest.shape)
         source = {latest.shape.key_of(row): row for row in rows}
         self._check("snapshot vs source", latest, snapshot, latest.state if source == latest.state else source)
+        return snapshot.batches
 
     # --- the expected state --------------------------------------------------------------------------------
     def _new_changes(self) -> list[Change]:
@@ -428,12 +432,12 @@ def _split_by_commit(later: list[Commit], awaited: Commit) -> str | None:
     return f"{first.instant if first else '(none)'} is not the commit that holds them, {awaited.instant}"
 
 
-def _each_table(check, entries: list) -> None:
+def _each_table(check, entries: list) -> list:
     """`check(entry)` for every table's entry, several tables at once: a check's reads are short Spark jobs and
-    hudi-rs scans that wait on S3 and on scheduling more than on the CPU. The first table's failure, in order, is
-    raised."""
+    hudi-rs scans that wait on S3 and on scheduling more than on the CPU. Returns the checks' results in order; the
+    first table's failure, in order, is raised."""
     with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(entries)))) as pool:
-        list(pool.map(check, entries))
+        return list(pool.map(check, entries))
 
 
 def _timed(work, arg):
