@@ -2,10 +2,9 @@
 services in a pytest of their own beside them.
 
 The end-to-end run is paced by the pipeline's waits and the Spark driver. Beside it run the unit tests (alone about
-45 s, half of it waiting on their subprocesses), the ephemeral-sandbox tests, which start stacks of their own on free
-ports (about 35 s), and the bad-input tests that need no running sandbox (about 25 s, mostly CLI processes). That
-run's output goes to `reports/unit-tests.log` and is shown after the end-to-end run: the outcome line, or the whole
-log if a test failed.
+45 s, half of it waiting on their subprocesses) and the ephemeral-sandbox tests, which start stacks of their own on
+free ports and would otherwise hold up the end-to-end run for about 35 s. That run's output goes to
+`reports/unit-tests.log` and is shown after the end-to-end run: the outcome line, or the whole log if a test failed.
 Both runs must pass. `python -m tests.full_suite [pytest args]` passes the arguments to the end-to-end run.
 """
 
@@ -21,19 +20,17 @@ REPORTS = PROJECT_ROOT / "reports"
 UNIT_LOG = REPORTS / "unit-tests.log"
 JUNIT_FILES = {"end-to-end": REPORTS / "junit.xml", "unit": REPORTS / "junit-unit.xml"}
 UNIT_TESTS = "tests/unit"
-# End-to-end tests that use none of the shared sandbox's services: sandboxes of their own, or none
-WITHOUT_SHARED_SANDBOX = ("tests/e2e/test_ephemeral_sandbox.py", "tests/e2e/test_bad_input_scratch.py")
-BESIDE_RUN = [UNIT_TESTS, *WITHOUT_SHARED_SANDBOX, "-p", "no:cacheprovider", f"--junitxml={JUNIT_FILES['unit']}",
+OWN_STACK_TESTS = "tests/e2e/test_ephemeral_sandbox.py"  # their own sandboxes: none of the shared one's services
+BESIDE_RUN = [UNIT_TESTS, OWN_STACK_TESTS, "-p", "no:cacheprovider", f"--junitxml={JUNIT_FILES['unit']}",
               f"--sandbox-summary={REPORTS / 'unit-summary.txt'}"]
 
 
 def end_to_end_run() -> list[str]:
-    """pytest's arguments for the configured test paths but the unit tests' and the tests without the shared
-    sandbox (paths given as arguments replace them, as with pytest alone)."""
-    pytest_options = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    configured = pytest_options["testpaths"]
+    """pytest's arguments for the configured test paths but the unit tests' and the own-stack tests (paths given
+    as arguments replace them, as with pytest alone)."""
+    configured = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["testpaths"]
     paths = " ".join(path for path in configured if path != UNIT_TESTS)
-    return ["-o", f"testpaths={paths}", *[f"--ignore={path}" for path in WITHOUT_SHARED_SANDBOX], "-m", "not smoke",
+    return ["-o", f"testpaths={paths}", f"--ignore={OWN_STACK_TESTS}", "-m", "not smoke",
             f"--junitxml={JUNIT_FILES['end-to-end']}", "--durations=20"]
 
 
@@ -48,7 +45,7 @@ def main(extra: list[str]) -> int:
         end_to_end = pytest([*end_to_end_run(), *extra]).wait()
         beside_exit = beside.wait()
     lines = UNIT_LOG.read_text().splitlines()
-    print(f"\ntests without the shared sandbox, run beside the end-to-end ones ({UNIT_LOG.relative_to(PROJECT_ROOT)}):")
+    print(f"\nunit and ephemeral-sandbox tests, run beside the end-to-end ones ({UNIT_LOG.relative_to(PROJECT_ROOT)}):")
     print("\n".join(lines if beside_exit else lines[-1:]))
     return end_to_end or beside_exit
 

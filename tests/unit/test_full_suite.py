@@ -22,5 +22,5 @@ def test_the_unit_and_end_to_end_runs_together_collect_every_test_once():
     beside = collected(full_suite.BESIDE_RUN)
     end_to_end = collected(full_suite.end_to_end_run())
     assert beside and end_to_end
-    assert not any(test.startswith((full_suite.UNIT_TESTS, *full_suite.WITHOUT_SHARED_SANDBOX)) for test in end_to_end)
+    assert not any(test.startswith((full_suite.UNIT_TESTS, full_suite.OWN_STACK_TESTS)) for test in end_to_end)
     assert sorted(beside + end_to_end) == sorted(everything)
