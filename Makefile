@@ -29,9 +29,9 @@ down: venv
 status: venv
 	$(BIN)/sandbox status
 
-# The full suite: the end-to-end tests, and the unit and ephemeral-sandbox tests beside them in a second pytest
-# (tests/full_suite.py; PYTEST_ARGS go to the end-to-end run). It leaves out the smoke round (`make check`'s): the
-# oracle suites' rounds over all seven tables check everything it checks.
+# The full suite: the end-to-end tests, and the unit tests beside them in a second pytest (tests/full_suite.py;
+# PYTEST_ARGS go to the end-to-end run). It leaves out the smoke round (`make check`'s): the oracle suites' rounds
+# over all seven tables check everything it checks.
 # On a new machine the installs run side by side (the Compose build, `sandbox up`'s packages, jars and LocalStack,
 # the CI linters): 226 s to the first test, against 320 s one after another with the earlier gitlab-ci-local (61 s
 # of it compiling re2). Compose's Go build is the largest part.

@@ -19,8 +19,8 @@ def collected(args: list[str]) -> list[str]:
 
 def test_the_unit_and_end_to_end_runs_together_collect_every_test_once():
     everything = collected(["-m", "not smoke"])
-    beside = collected(full_suite.BESIDE_RUN)
+    unit = collected(full_suite.UNIT_RUN)
     end_to_end = collected(full_suite.end_to_end_run())
-    assert beside and end_to_end
-    assert not any(test.startswith((full_suite.UNIT_TESTS, full_suite.OWN_STACK_TESTS)) for test in end_to_end)
-    assert sorted(beside + end_to_end) == sorted(everything)
+    assert unit and end_to_end
+    assert not any(test.startswith(full_suite.UNIT_TESTS) for test in end_to_end)
+    assert sorted(unit + end_to_end) == sorted(everything)
