@@ -237,7 +237,9 @@ def write_bronze(batch: DataFrame, config: JobConfig, batch_id: int) -> None:
     """Append the batch's events under `table=<t>/batch_id=<n>`, after removing what an earlier attempt of the same
     micro-batch (a replay after a crash) left there."""
     table_of = F.create_map(*[item for spec in config.tables for item in (F.lit(spec.topic), F.lit(spec.table))])
-    raw = batch.select(table_of[F.col("topic")].alias("table"), F.lit(batch_id).alias("batch_id"),
+    # The batch id as text: Spark writes an integer literal into the code it generates, so every batch compiled two
+    # new classes (and the JIT warmed them up anew); a string is passed by reference. The paths are the same.
+    raw = batch.select(table_of[F.col("topic")].alias("table"), F.lit(str(batch_id)).alias("batch_id"),
                        "topic", "partition", "offset", "timestamp", "key", "value")
     remove_paths(batch.sparkSession, [f"{config.bronze_path}/table={spec.table}/batch_id={batch_id}"
                                       for spec in config.tables])
