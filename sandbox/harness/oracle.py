@@ -149,7 +149,7 @@ class Oracle:
         self._note_consumed_past(landmarks, commits)
         self._check_one_batch(commits)
         recorded = {table: self._record(table, label, commit) for table, commit in commits.items()}
-        _each_table(self._check_round, list(recorded.values()))
+        _each_table(self._check_round, list(recorded.values()), size=lambda entry: len(entry.state))
         with STATS_LOCK:
             self.stats.rounds += 1
         self.rounds += 1
@@ -206,14 +206,15 @@ class Oracle:
         nothing was verified), for a test's own checks of the whole table."""
         if self._verified_after == self.rounds:
             return {}
-        snapshots = _each_table(self._verify_table, list(self.recorded.values()))
+        snapshots = _each_table(self._verify_table, list(self.recorded.values()), size=_history_size)
         self._verified_after = self.rounds
         return {entries[-1].table: batches for entries, batches in zip(self.recorded.values(), snapshots)}
 
     def verify_and_forget(self, tables: list[str]) -> None:
         """Verify these tables' history, then keep only each one's latest recorded commit (where the next round's
         incremental check starts): a long run of examples costs, in time and memory, one example at a time."""
-        _each_table(self._verify_table, [self.recorded[table] for table in tables if self.recorded[table]])
+        _each_table(self._verify_table, [self.recorded[table] for table in tables if self.recorded[table]],
+                    size=_history_size)
         for table in tables:
             del self.recorded[table][:-1]
 
@@ -223,15 +224,17 @@ class Oracle:
         # commit's check and the comparison with the source.
         snapshot = _ReadOnce(lambda r: r.snapshot_batches(latest.shape))
         latest_is_newest = self._last_instant(latest.table) == latest.commit.instant
-        for previous, entry in zip([None, *entries], entries):
-            if entry is latest and latest_is_newest:
-                self._check("snapshot", entry, snapshot, entry.state)
-            else:
-                self._check("time travel", entry, lambda r, e=entry: r.as_of_batches(e.shape, e.commit), entry.state)
-            if previous is not None:
-                self._check_changes(previous, entry)
-        rows = read_source(self.settings, self.mutator.placement(latest.table), latest.shape)
-        source = {latest.shape.key_of(row): row for row in rows}
+        with ThreadPoolExecutor(1) as beside:  # the source's full read (seconds for a large table) meanwhile
+            source_rows = beside.submit(read_source, self.settings, self.mutator.placement(latest.table), latest.shape)
+            for previous, entry in zip([None, *entries], entries):
+                if entry is latest and latest_is_newest:
+                    self._check("snapshot", entry, snapshot, entry.state)
+                else:
+                    self._check("time travel", entry, lambda r, e=entry: r.as_of_batches(e.shape, e.commit),
+                                entry.state)
+                if previous is not None:
+                    self._check_changes(previous, entry)
+            source = {latest.shape.key_of(row): row for row in source_rows.result()}
         self._check("snapshot vs source", latest, snapshot, latest.state if source == latest.state else source)
         return snapshot.batches
 
@@ -432,12 +435,20 @@ def _split_by_commit(later: list[Commit], awaited: Commit) -> str | None:
     return f"{first.instant if first else '(none)'} is not the commit that holds them, {awaited.instant}"
 
 
-def _each_table(check, entries: list) -> list:
+def _each_table(check, entries: list, size) -> list:
     """`check(entry)` for every table's entry, several tables at once: a check's reads are short Spark jobs and
-    hudi-rs scans that wait on S3 and on scheduling more than on the CPU. Returns the checks' results in order; the
-    first table's failure, in order, is raised."""
+    hudi-rs scans that wait on S3 and on scheduling more than on the CPU. The entries of largest `size` start first,
+    so that the last check to end is not a large table's begun late. Returns the checks' results in the entries'
+    order; the first table's failure, in that order, is raised."""
+    order = sorted(range(len(entries)), key=lambda i: -size(entries[i]))
     with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(entries)))) as pool:
-        return list(pool.map(check, entries))
+        started = {i: pool.submit(check, entries[i]) for i in order}
+        return [started[i].result() for i in range(len(entries))]
+
+
+def _history_size(entries: list[Recorded]) -> int:
+    """Rows a table's history check reads: its recorded states'."""
+    return sum(len(entry.state) for entry in entries)
 
 
 def _timed(work, arg):
