@@ -15,7 +15,7 @@ from sandbox.errors import SandboxError
 from sandbox.sources import tickit
 from sandbox.stack import databases
 from sandbox.wait import wait_until
-from tickit_data import ORIGINAL_ROW_COUNTS, TickitGenerator, iter_table_rows, table_checksum
+from tickit_data import ORIGINAL_ROW_COUNTS, TickitGenerator, iter_table_rows
 
 pytestmark = pytest.mark.e2e
 
@@ -53,7 +53,6 @@ def test_full_load_holds_every_generated_row_with_its_types_and_loading_again_ch
         expected = sorted(generator.iter_rows(table), key=lambda row: tuple(row[i] for i in table.primary_key_indexes))
         actual = tickit.typed_rows(sandbox, placement)
         assert len(actual) == ORIGINAL_ROW_COUNTS[table.name]
-        assert table_checksum(table, actual) == table_checksum(table, expected)
         assert actual == expected, f"{table.name}: typed rows differ"
         types = column_types(sandbox, placement)
         for column in table.columns:
