@@ -49,6 +49,7 @@ def test_each_workflow_runs_the_ci_entry_point_on_its_backend_and_keeps_the_repo
                                                                                    "actions/setup-java"))]
     assert {c.get("cache") for c in caches} == {"pip", "maven"}
     assert any(step.get("with", {}).get("path") == "~/.cache/cdc-sandbox" for step in steps)
+    assert any(step.get("with", {}).get("path") == "~/.cache/uv" for step in steps), "make venv installs with uv"
 
 
 def test_the_compose_workflow_saves_every_image_the_compose_file_names():
@@ -94,7 +95,7 @@ def test_the_gitlab_file_runs_the_ci_entry_point_on_each_backend_and_keeps_the_r
     read_by_gitlab = job["artifacts"]["reports"]["junit"]
     written = [str(path.relative_to(PROJECT_ROOT)) for path in full_suite.JUNIT_FILES.values()]
     assert all(fnmatch(path, read_by_gitlab) for path in written), "GitLab reads every JUnit file make test writes"
-    assert {".cache/pip", ".cache/m2", ".cache/cdc-sandbox"} <= set(job["cache"]["paths"])
+    assert {".cache/pip", ".cache/uv", ".cache/m2", ".cache/cdc-sandbox"} <= set(job["cache"]["paths"])
 
 
 def test_the_gitlab_caches_are_where_pip_maven_and_the_sandbox_write():
