@@ -301,7 +301,7 @@ def process_batch(spark: SparkSession, config: JobConfig, schemas: SchemaCache, 
 
 
 def start(spark: SparkSession, config: JobConfig, once: bool, report=print):
-    schemas = SchemaCache(config.registry_url)
+    schemas = SchemaCache(config.registry_url, config.registry_retry_pauses)
     if config.metastore_uri and config.catalog_database:  # once, not by the tables' Hive syncs side by side
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.catalog_database}")
     stream = (spark.readStream.format("kafka")

@@ -18,6 +18,7 @@ from pyspark.sql.types import IntegerType, LongType
 from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.avro_schema import epoch_fields
+from spark_jobs.job_config import REGISTRY_RETRY_PAUSES
 
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]
 # Binlog and SQL Server positions are integers of up to 38 digits. The harness folds them on its own
@@ -45,7 +46,7 @@ class SchemaCache:
     once. An id the registry does not know (yet: a connector may register it a moment later) is asked again with
     backoff and never remembered as missing; an unreachable registry stops the batch."""
 
-    PAUSES = (0.25, 0.5, 1.0, 2.0, 4.0)  # seconds between tries, about 8 s in all
+    PAUSES = REGISTRY_RETRY_PAUSES  # seconds between tries, about 8 s in all
 
     def __init__(self, registry_url: str, pauses: tuple[float, ...] = PAUSES):
         self.registry_url = registry_url.rstrip("/")

@@ -20,6 +20,8 @@ A JSON file (`--config`) holds:
   fail_on_data_loss                        stop when Kafka no longer has offsets the checkpoint expects (a
                                            topic deleted or recreated, retention passed): true by default, since
                                            a harness that skips lost changes would judge a lake that lacks them
+  registry_retry_pauses                    seconds between tries of a schema registry that does not answer, before
+                                           the batch stops (default 0.25, 0.5, 1, 2, 4: about 8 s)
   kafka_options                            more options of the Kafka source, e.g. {"kafka.request.timeout.ms":
                                            "10000"} (`kafka.`-prefixed ones go to Kafka's consumer and admin client)
   tables: [{topic, table, key: [columns], position: "lsn" | "binlog", buckets (optional)}]
@@ -30,6 +32,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+REGISTRY_RETRY_PAUSES = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class JobConfig:
     buckets: int = 1
     starting_offsets: dict | None = None
     fail_on_data_loss: bool = True
+    registry_retry_pauses: tuple[float, ...] = REGISTRY_RETRY_PAUSES
     kafka_options: dict = field(default_factory=dict)
     extra_spark_conf: dict = field(default_factory=dict)
 
@@ -101,8 +106,9 @@ class JobConfig:
         if unknown:
             raise ValueError(f"unknown job config keys: {', '.join(sorted(unknown))}")
         values = {k: v for k, v in raw.items() if k in known}
-        if "jars" in values:
-            values["jars"] = tuple(values["jars"])
+        for listed in ("jars", "registry_retry_pauses"):
+            if listed in values:
+                values[listed] = tuple(values[listed])
         return cls(tables=tables, **values)
 
     @classmethod
@@ -114,4 +120,5 @@ class JobConfig:
         raw["tables"] = [{"topic": t.topic, "table": t.table, "key": list(t.key), "position": t.position}
                          | ({"buckets": t.buckets} if t.buckets else {}) for t in self.tables]
         raw["jars"] = list(self.jars)
+        raw["registry_retry_pauses"] = list(self.registry_retry_pauses)
         return raw

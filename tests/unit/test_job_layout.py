@@ -5,6 +5,8 @@ rebuilt by the harness instead of copied."""
 
 from __future__ import annotations
 
+import json
+
 from sandbox.harness.lake_branch import layout_is_current, layout_marker
 from spark_jobs.cdc_hudi_job import BUCKETS_KEY, hudi_options, written_with_buckets
 from spark_jobs.decode import POSITION_LAYOUT
@@ -38,12 +40,12 @@ def test_the_job_writes_with_the_bucket_index_and_records_each_tables_count():
     assert (sale["hoodie.bucket.index.num.buckets"], sale[BUCKETS_KEY]) == ("4", "4")
 
 
-def test_a_tables_bucket_count_and_the_kafka_options_survive_the_config_file():
+def test_a_tables_bucket_count_the_kafka_options_and_the_registry_pauses_survive_the_config_file():
     config = JobConfig(kafka_bootstrap="k:9092", registry_url="http://r", lake="s3a://lake",
                        tables=(TableSpec("t.ecomm.sale", "sale", ("salesid",), "binlog", buckets=4),
                                TableSpec("t.ems.category", "category", ("catid",), "lsn")),
-                       kafka_options={"kafka.request.timeout.ms": "5000"})
-    assert JobConfig.from_dict(config.to_dict()) == config
+                       kafka_options={"kafka.request.timeout.ms": "5000"}, registry_retry_pauses=(0.1, 0.2))
+    assert JobConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
 
 
 SILVER = "_baseline/silver/sale"
