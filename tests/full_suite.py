@@ -34,8 +34,8 @@ def end_to_end_run() -> list[str]:
             "--durations=20"]
 
 
-def pytest(args: list[str], **streams) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pytest", *args], **streams)
+def pytest(args: list[str], **popen_options) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pytest", *args], **popen_options)
 
 
 def main(extra: list[str]) -> int:

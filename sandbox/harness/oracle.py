@@ -436,10 +436,10 @@ def _split_by_commit(later: list[Commit], awaited: Commit) -> str | None:
 
 
 def _each_table(check, entries: list, size) -> list:
-    """`check(entry)` for every table's entry, several tables at once: a check's reads are short Spark jobs and
-    hudi-rs scans that wait on S3 and on scheduling more than on the CPU. The entries of largest `size` start first,
-    so that the last check to end is not a large table's begun late. Returns the checks' results in the entries'
-    order; the first table's failure, in that order, is raised."""
+    """`check(entry)` for every table's entry, several tables at once: a table's checks alternate between Spark jobs
+    in the driver, hudi-rs scans in this process and S3 requests, so tables side by side keep both cores busy. The
+    entries of largest `size` start first, so that the last check to end is not a large table's begun late. Returns
+    the checks' results in the entries' order; the first table's failure, in that order, is raised."""
     order = sorted(range(len(entries)), key=lambda i: -size(entries[i]))
     with ThreadPoolExecutor(max(1, min(TABLE_CHECK_THREADS, len(entries)))) as pool:
         started = {i: pool.submit(check, entries[i]) for i in order}
