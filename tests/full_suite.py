@@ -5,6 +5,8 @@ meanwhile (alone they take about 45 s, half of it waiting on their subprocesses)
 (`UNIT_NICENESS`): the end-to-end run is bound by the CPU, and the unit tests take what it leaves. Their output goes
 to `reports/unit-tests.log` and is shown after the end-to-end run: the outcome line, or the whole log if they failed.
 Both runs must pass. `python -m tests.full_suite [pytest args]` passes the arguments to the end-to-end run.
+Once both are over, a fixed pure-Python loop is timed and its seconds added to the summary: this machine's speed
+drifts by a quarter within a day, and a run's time is read beside it.
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import tomllib
+from pathlib import Path
 
 from sandbox.config import PROJECT_ROOT
 
 REPORTS = PROJECT_ROOT / "reports"
 UNIT_LOG = REPORTS / "unit-tests.log"
+SUMMARY = REPORTS / "summary.txt"
+SPEED_LOOP = 20_000_000
 JUNIT_FILES = {"end-to-end": REPORTS / "junit.xml", "unit": REPORTS / "junit-unit.xml"}
 UNIT_TESTS = "tests/unit"
 UNIT_NICENESS = 10
@@ -38,6 +44,22 @@ def pytest(args: list[str], **popen_options) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "pytest", *args], **popen_options)
 
 
+def machine_speed() -> float:
+    """Seconds this interpreter takes to add up the numbers below `SPEED_LOOP` one at a time."""
+    started = time.perf_counter()
+    total = 0
+    for number in range(SPEED_LOOP):
+        total += number
+    return time.perf_counter() - started
+
+
+def note_machine_speed(summary: Path, seconds: float) -> str:
+    line = f"machine speed: a Python loop of {SPEED_LOOP:,} additions took {seconds:.2f} s after the runs"
+    with summary.open("a") as out:
+        out.write(line + "\n")
+    return line
+
+
 def main(extra: list[str]) -> int:
     REPORTS.mkdir(exist_ok=True)
     with UNIT_LOG.open("w") as log:
@@ -47,6 +69,7 @@ def main(extra: list[str]) -> int:
     lines = UNIT_LOG.read_text().splitlines()
     print(f"\nunit tests, run beside the end-to-end ones ({UNIT_LOG.relative_to(PROJECT_ROOT)}):")
     print("\n".join(lines if unit_exit else lines[-1:]))
+    print(note_machine_speed(SUMMARY, machine_speed()))
     return end_to_end or unit_exit
 
 

@@ -1,4 +1,5 @@
-"""`make test`'s two pytest runs (tests/full_suite.py) together collect every test once."""
+"""`make test`'s two pytest runs (tests/full_suite.py) together collect every test once; the machine's speed ends the
+summary."""
 
 from __future__ import annotations
 
@@ -24,3 +25,11 @@ def test_the_unit_and_end_to_end_runs_together_collect_every_test_once():
     assert unit and end_to_end
     assert not any(test.startswith(full_suite.UNIT_TESTS) for test in end_to_end)
     assert sorted(unit + end_to_end) == sorted(everything)
+
+
+def test_the_machine_speed_is_added_to_the_end_to_end_summary(tmp_path):
+    summary = tmp_path / "summary.txt"
+    summary.write_text("tests: 3 passed, 0 failed, 0 errors, 0 skipped in 9 s\n")
+    line = full_suite.note_machine_speed(summary, 1.234)
+    assert summary.read_text().splitlines() == ["tests: 3 passed, 0 failed, 0 errors, 0 skipped in 9 s", line]
+    assert line.endswith("20,000,000 additions took 1.23 s after the runs")
