@@ -6,7 +6,7 @@ meanwhile (alone they take about 45 s, half of it waiting on their subprocesses)
 to `reports/unit-tests.log` and is shown after the end-to-end run: the outcome line, or the whole log if they failed.
 Both runs must pass. `python -m tests.full_suite [pytest args]` passes the arguments to the end-to-end run.
 Once both are over, a fixed pure-Python loop is timed a few times and the median added to the summary: this
-machine's speed drifts by a quarter within a day, and a run's time is read beside it.
+machine's speed changes within minutes, and a run's time is read beside it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def end_to_end_run() -> list[str]:
     configured = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["testpaths"]
     paths = " ".join(path for path in configured if path != UNIT_TESTS)
     return ["-o", f"testpaths={paths}", "-m", "not smoke", f"--junitxml={JUNIT_FILES['end-to-end']}",
-            "--durations=20"]
+            f"--sandbox-summary={SUMMARY}", "--durations=20"]
 
 
 def pytest(args: list[str], **popen_options) -> subprocess.Popen:
