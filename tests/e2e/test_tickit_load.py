@@ -15,7 +15,7 @@ from sandbox.errors import SandboxError
 from sandbox.sources import tickit
 from sandbox.stack import databases
 from sandbox.wait import wait_until
-from tickit_data import ORIGINAL_ROW_COUNTS, TABLES, TickitGenerator, iter_table_rows
+from tickit_data import ORIGINAL_ROW_COUNTS, TABLES, iter_table_rows
 
 pytestmark = pytest.mark.e2e
 
@@ -45,13 +45,12 @@ def column_types(settings, placement) -> dict[str, tuple]:
             return {row[0]: row[1:] for row in cur.fetchall()}
 
 
-class GeneratedOnce(tickit.RowSource):
-    """TICKIT generated once (about 3 s), for both loads and the comparison."""
+class GeneratedOnce(tickit.GeneratedRows):
+    """The generated rows, made once (about 3 s) for both loads and the comparison."""
 
     def __init__(self, seed: int, scale: float):
-        generator = TickitGenerator(seed=seed, scale=scale)
-        self.by_table = {table.name: list(generator.iter_rows(table)) for table in TABLES}
-        self.description = f"generated TICKIT (seed {seed}, scale {scale})"
+        super().__init__(seed, scale)
+        self.by_table = {table.name: list(self.generator.iter_rows(table)) for table in TABLES}
 
     def rows(self, table):
         return iter(self.by_table[table.name])
