@@ -8,11 +8,10 @@ JDK or a changed jar records a new one instead of meeting an archive the JVM wou
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from sandbox.config import Settings
-from sandbox.stack import jvm
+from sandbox.stack import class_sharing, jvm
 from spark_jobs.job_config import JobConfig
 
 
@@ -24,12 +23,8 @@ def fingerprint(config: JobConfig) -> str:
     import pyspark
 
     java = Path(jvm.java_binary()).resolve()
-    files = [java, *sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")), *map(Path, config.jars)]
-    digest = hashlib.sha256()
-    for file in files:
-        stat = file.stat()
-        digest.update(f"{file}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:16]
+    return class_sharing.fingerprint(
+        [java, *sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")), *map(Path, config.jars)])
 
 
 def java_options(settings: Settings, config: JobConfig, record: bool) -> tuple[str, Path | None]:

@@ -6,10 +6,10 @@ import requests
 
 from sandbox.errors import SandboxError
 from sandbox.stack import jvm
-from sandbox.stack.services.base import NativeService
+from sandbox.stack.services.base import JvmService
 
 
-class Apicurio(NativeService):
+class Apicurio(JvmService):
     name = "apicurio"
     start_timeout = 120
 
@@ -23,10 +23,16 @@ class Apicurio(NativeService):
     def prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
 
+    def classpath(self) -> str:
+        return self.runner_jar()
+
+    def launch(self) -> list[str]:
+        return ["-jar", self.runner_jar()]
+
     def command(self) -> list[str]:
-        return [jvm.java_binary(), "-Xms128m", "-Xmx512m", *jvm.service_options(),
-                f"-Dquarkus.http.host={self.endpoint.host}", f"-Dquarkus.http.port={self.endpoint.port}",
-                "-Dquarkus.log.console.color=false", "-jar", self.runner_jar()]
+        return self.java("-Xms128m", "-Xmx512m", *jvm.service_options(),
+                         f"-Dquarkus.http.host={self.endpoint.host}", f"-Dquarkus.http.port={self.endpoint.port}",
+                         "-Dquarkus.log.console.color=false")
 
     def environment(self) -> dict[str, str]:
         # Schemas must outlive a restart: Kafka messages refer to them by id.

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.config import Endpoint, Settings
-from sandbox.stack import process
+from sandbox.stack import jvm, process
+from sandbox.stack.class_sharing import ServiceArchive
 
 
 @dataclass
@@ -132,3 +133,28 @@ class NativeService:
                 f"external {self.name} at {self.endpoint.address} does not answer",
                 f"check SANDBOX_{self.name.upper()}_HOST/_PORT and credentials, or unset the host to run it natively",
             )
+
+
+class JvmService(NativeService):
+    """A service on the JVM: `java()` starts it from its class archive (or records one), and a stop keeps a recording
+    (`class_sharing`). Subclasses provide `classpath`, the value a `-cp` would have."""
+
+    def classpath(self) -> str:
+        raise NotImplementedError
+
+    def class_archive(self) -> ServiceArchive:
+        return ServiceArchive(self.settings, self.name, self.classpath())
+
+    def launch(self) -> list[str]:
+        """Where the JVM finds the service's classes; its main class, if any, comes after."""
+        return ["-cp", self.classpath()]
+
+    def java(self, *options: str) -> list[str]:
+        """`java` with the service's class archive, these options and `launch`."""
+        return [jvm.java_binary(), *self.class_archive().java_options(), *options, *self.launch()]
+
+    def stop(self) -> bool:
+        stopped = super().stop()
+        if stopped:
+            self.class_archive().keep_recording()
+        return stopped

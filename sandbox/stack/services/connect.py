@@ -8,11 +8,11 @@ from __future__ import annotations
 import requests
 
 from sandbox.stack import jvm
-from sandbox.stack.services.base import NativeService
+from sandbox.stack.services.base import JvmService
 from sandbox.stack.services.kafka import write_log4j2
 
 
-class KafkaConnect(NativeService):
+class KafkaConnect(JvmService):
     name = "connect"
     start_timeout = 180
 
@@ -57,11 +57,13 @@ class KafkaConnect(NativeService):
         props.write_text("".join(f"{k}={v}\n" for k, v in self.worker_properties().items()))
         write_log4j2(self.conf_dir)
 
+    def classpath(self) -> str:
+        return jvm.classpath(jvm.artifacts_dir(self.settings) / "kafka")
+
     def command(self) -> list[str]:
-        return [jvm.java_binary(), "-Xms256m", "-Xmx1g", *jvm.service_options(busy=True),
-                f"-Dlog4j2.configurationFile={self.conf_dir / 'log4j2.properties'}",
-                "-cp", jvm.classpath(jvm.artifacts_dir(self.settings) / "kafka"),
-                "org.apache.kafka.connect.cli.ConnectDistributed", str(self.conf_dir / "connect-distributed.properties")]
+        return self.java("-Xms256m", "-Xmx1g", *jvm.service_options(busy=True),
+                         f"-Dlog4j2.configurationFile={self.conf_dir / 'log4j2.properties'}") + [
+            "org.apache.kafka.connect.cli.ConnectDistributed", str(self.conf_dir / "connect-distributed.properties")]
 
     def is_ready(self) -> bool:
         return requests.get(f"{self.url}/connectors", timeout=3).status_code == 200

@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient
 
 from sandbox.errors import SandboxError
 from sandbox.stack import jvm
-from sandbox.stack.services.base import NativeService
+from sandbox.stack.services.base import JvmService
 
 LOG4J2 = """\
 status = warn
@@ -35,7 +35,7 @@ def write_log4j2(conf_dir) -> str:
     return str(path)
 
 
-class Kafka(NativeService):
+class Kafka(JvmService):
     name = "kafka"
     start_timeout = 120
 
@@ -87,21 +87,24 @@ class Kafka(NativeService):
             self._format_storage(props)
 
     def _format_storage(self, props) -> None:
+        tool = [jvm.java_binary(), *self._options(), "-cp", self.classpath(), "kafka.tools.StorageTool"]
         result = subprocess.run(
-            self._java() + ["kafka.tools.StorageTool", "format", "--cluster-id", cluster_id(), "--config", str(props)],
+            tool + ["format", "--cluster-id", cluster_id(), "--config", str(props)],
             capture_output=True, text=True,
         )
         if result.returncode != 0:
             raise SandboxError(f"formatting Kafka's storage failed: {(result.stdout + result.stderr)[-800:]}",
                                f"check {props}; `sandbox reset` starts from empty state")
 
-    def _java(self, heap: str = "256m") -> list[str]:
-        return [jvm.java_binary(), f"-Xms{heap}", "-Xmx512m", *jvm.service_options(),
-                f"-Dlog4j2.configurationFile={self.conf_dir / 'log4j2.properties'}",
-                "-cp", jvm.classpath(jvm.artifacts_dir(self.settings) / "kafka")]
+    def _options(self) -> list[str]:
+        return ["-Xms256m", "-Xmx512m", *jvm.service_options(),
+                f"-Dlog4j2.configurationFile={self.conf_dir / 'log4j2.properties'}"]
+
+    def classpath(self) -> str:
+        return jvm.classpath(jvm.artifacts_dir(self.settings) / "kafka")
 
     def command(self) -> list[str]:
-        return self._java() + ["kafka.Kafka", str(self.conf_dir / "server.properties")]
+        return self.java(*self._options()) + ["kafka.Kafka", str(self.conf_dir / "server.properties")]
 
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 3000, "log_level": 0})

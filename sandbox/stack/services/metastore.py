@@ -16,7 +16,7 @@ from sandbox.errors import SandboxError
 from sandbox.stack import jvm
 from sandbox.stack.credentials import login
 from sandbox.stack.databases import connection
-from sandbox.stack.services.base import NativeService
+from sandbox.stack.services.base import JvmService
 from sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY
 from sandbox.stack.services.postgres import ensure_database, ensure_login
 
@@ -122,7 +122,7 @@ def _create_login_and_database(settings: Settings) -> None:
             ensure_database(cur, DATABASE, owner=who.user)
 
 
-class Metastore(NativeService):
+class Metastore(JvmService):
     name = "metastore"
     start_timeout = 120
 
@@ -133,9 +133,13 @@ class Metastore(NativeService):
                                                   f"jdbc:postgresql://{postgres.address}/{DATABASE}",
                                                   self.settings.url("localstack")))
 
+    def classpath(self) -> str:
+        # The configuration's directory last: a class archive is refused beside a non-empty directory that precedes
+        # a jar it holds classes of (no jar carries a metastore-site.xml of its own).
+        return f"{jars_dir(self.settings)}/*:{self.conf_dir}"
+
     def command(self) -> list[str]:
-        return [jvm.java_binary(), "-Xms64m", "-Xmx512m", *jvm.service_options(),
-                "-cp", f"{self.conf_dir}:{jars_dir(self.settings)}/*", SERVER_CLASS]
+        return self.java("-Xms64m", "-Xmx512m", *jvm.service_options()) + [SERVER_CLASS]
 
     def is_ready(self) -> bool:
         accepts_connections(self.settings)
