@@ -90,6 +90,8 @@ class ServiceArchive:
             return False
 
     def _maps(self, archive: Path) -> bool:
+        # A recording cut short makes the checking JVM die of SIGBUS as it reads past the end of the mapped file:
+        # that is the refusal, and its crash report would only litter the working directory.
         check = [jvm.java_binary(), "-Xshare:on", "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}",
-                 "-cp", self.classpath, "-version"]
+                 "-XX:ErrorFile=/dev/null", "-cp", self.classpath, "-version"]
         return subprocess.run(check, capture_output=True).returncode == 0

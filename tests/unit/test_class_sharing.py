@@ -44,7 +44,8 @@ def test_a_service_records_its_archive_and_every_later_start_maps_it(tmp_path):
     assert not again.keep_recording(), "nothing recorded while an archive exists"
 
 
-def test_a_recording_cut_short_is_refused_and_the_next_start_records_again(tmp_path):
+def test_a_recording_cut_short_is_refused_and_the_next_start_records_again(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     settings = settings_in(tmp_path)
     classpath = str(a_jar(tmp_path / "server.jar"))
     archive = ServiceArchive(settings, "connect", classpath)
@@ -54,6 +55,7 @@ def test_a_recording_cut_short_is_refused_and_the_next_start_records_again(tmp_p
 
     assert not archive.keep_recording()
     assert not archive.path.exists() and not archive.recording.exists()
+    assert not list(tmp_path.glob("hs_err_pid*")), "the checking JVM's crash report is not left behind"
     assert archive.java_options() == [f"-XX:ArchiveClassesAtExit={archive.recording}"]
 
 
