@@ -44,12 +44,17 @@ def classpath_jars(classpath: str) -> list[Path]:
     return jars
 
 
+def recording_path(settings: Settings, service: str) -> Path:
+    """Where a service's JVM writes the archive it records as it exits."""
+    return settings.state_dir / "jvm" / f"{service}.recording.jsa"
+
+
 class ServiceArchive:
     """One service's archive in the machine's tools directory, and its recording in the sandbox's state."""
 
     def __init__(self, settings: Settings, service: str, classpath: str):
         self.settings, self.service, self.classpath = settings, service, classpath
-        self.recording = settings.state_dir / "jvm" / f"{service}.recording.jsa"
+        self.recording = recording_path(settings, service)
 
     @functools.cached_property
     def path(self) -> Path:

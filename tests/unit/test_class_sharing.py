@@ -8,6 +8,7 @@ import zipfile
 from sandbox.config import Settings
 from sandbox.stack import class_sharing, jvm
 from sandbox.stack.class_sharing import ServiceArchive
+from sandbox.stack.services.apicurio import Apicurio
 
 
 def settings_in(tmp_path) -> Settings:
@@ -88,3 +89,15 @@ def test_a_tools_directory_that_cannot_take_the_archive_does_not_fail_the_stop(t
 
     assert not archive.keep_recording()
     assert not archive.recording.exists(), "the recording is dropped; the next start records again"
+
+
+def test_stopping_a_service_that_recorded_nothing_does_not_need_its_jars(tmp_path):
+    """`sandbox down` must stop a service whose jars went missing meanwhile (a cleaned tools directory)."""
+    settings = settings_in(tmp_path)
+    registry = Apicurio(settings)  # its runner jar is not in this tools directory
+    server = subprocess.Popen(["sleep", "60"])
+    registry.pid_file.parent.mkdir(parents=True, exist_ok=True)
+    registry.pid_file.write_text(str(server.pid))
+
+    assert registry.stop()
+    assert server.wait(10) is not None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sandbox.config import Endpoint, Settings
 from sandbox.stack import jvm, process
-from sandbox.stack.class_sharing import ServiceArchive
+from sandbox.stack.class_sharing import ServiceArchive, recording_path
 
 
 @dataclass
@@ -155,6 +155,6 @@ class JvmService(NativeService):
 
     def stop(self) -> bool:
         stopped = super().stop()
-        if stopped:
+        if stopped and recording_path(self.settings, self.name).exists():  # else the jars need not even be there
             self.class_archive().keep_recording()
         return stopped
