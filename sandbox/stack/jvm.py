@@ -53,6 +53,7 @@ def java_binary() -> str:
     return candidate
 
 
+@functools.cache  # asked once per JVM start and check; a binary's version does not change under a running sandbox
 def java_major_version(java: str) -> int:
     out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
     match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
