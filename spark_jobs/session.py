@@ -15,10 +15,10 @@ SAX_DRIVER = "-Dorg.xml.sax.driver=com.sun.org.apache.xerces.internal.parsers.SA
 # The throughput collector instead of G1: a driver on 2 cores spent 38 of its 392 CPU-seconds in G1's marking and
 # collections over three suites, 12 of 358 with this one (README "The job's settings").
 PARALLEL_GC = "-XX:+UseParallelGC"
-# Spark keeps the classes it generates for a plan in a cache of 100 by default. The harness's driver runs the job's
-# upserts of seven tables and the oracle's reads of them for a whole session, more distinct plans than that: over the
-# scenarios and the oracle suites Janino compiled 1,153-1,344 classes with 100 entries and 348 with 2,000, and each new
-# class is also new code for the JIT compiler (README "The job's settings").
+# Spark keeps the code it generates for a plan, compiled, in a cache of 100 by default. The harness's driver runs the
+# job's upserts of seven tables and the oracle's reads of them for a whole session, more distinct plans than that:
+# over the scenarios and the oracle suites Janino compiled 1,153-1,344 plans with 100 entries and 348-383 with 2,000,
+# and each compiled plan is new classes, new code for the JIT compiler (README "The job's settings").
 CODEGEN_CACHE_ENTRIES = "2000"
 
 
