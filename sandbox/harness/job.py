@@ -103,14 +103,13 @@ def spark_submit_command(config: JobConfig, config_path: Path, once: bool, java_
 
 
 def submit_environment(settings: Settings) -> dict[str, str]:
-    return {**settings.env, **spark_environment()}
+    return {**settings.env, **spark_environment(settings)}
 
 
-def spark_environment() -> dict[str, str]:
-    """spark-submit finds Spark and Python through these; the venv's python is not first on every PATH."""
-    import pyspark
-
-    return {"TZ": "UTC", "SPARK_HOME": str(Path(pyspark.__file__).parent),
+def spark_environment(settings: Settings) -> dict[str, str]:
+    """spark-submit finds Spark and Python through these; the venv's python is not first on every PATH. Spark is the
+    installed PySpark's, from the machine's Spark home, where the driver's class archive applies."""
+    return {"TZ": "UTC", "SPARK_HOME": str(class_archive.spark_home(settings)),
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 

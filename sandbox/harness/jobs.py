@@ -47,6 +47,7 @@ from typing import Callable
 
 import yaml
 
+from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from spark_jobs.job_config import JobConfig
 
@@ -180,7 +181,7 @@ class SubmittedJob:
 
         self.command = command
         self.output: deque[str] = deque(maxlen=LOG_LINES)
-        self.process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **spark_environment()},
+        self.process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **spark_environment(Settings.load())},
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self._reader = threading.Thread(target=self._keep_output, daemon=True)
         self._reader.start()

@@ -60,6 +60,7 @@ def spark_for(settings: Settings, config: JobConfig | None = None):
     """A Spark session with the job's jars and S3 settings for this sandbox."""
     os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
     time.tzset()
+    os.environ["SPARK_HOME"] = str(class_archive.spark_home(settings))  # PySpark launches its driver from there
     config = config or job.job_config(settings)
     archive_option, _ = class_archive.java_options(settings, config, record=False)
     quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **config.extra_spark_conf})

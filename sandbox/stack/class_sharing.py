@@ -50,7 +50,8 @@ def recording_path(settings: Settings, service: str) -> Path:
 
 
 class ServiceArchive:
-    """One service's archive in the machine's tools directory, and its recording in the sandbox's state."""
+    """One JVM's archive in the machine's tools directory (a service's, or the Spark driver's: `sandbox.harness.
+    class_archive`), and its recording in the sandbox's state."""
 
     def __init__(self, settings: Settings, service: str, classpath: str):
         self.settings, self.service, self.classpath = settings, service, classpath
