@@ -43,6 +43,10 @@ def pytest_addoption(parser):
                          "(sandbox/harness/jobs.py; examples/team_job/sandbox-job.yaml)")
     group.addoption("--sandbox-job-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a setting of the job file's job (its `settings`), e.g. ordering=source_sequence")
+    group.addoption("--sandbox-tickit-scale", type=float, default=1.0,
+                    help="size of the generated TICKIT an ephemeral sandbox loads (1.0 = the original row counts, "
+                         "430,000 rows; 0.01 loads and streams through Debezium in a moment); an attached sandbox "
+                         "always holds the original")
     group.addoption("--oracle-timeout", type=float, default=240.0,
                     help="seconds the oracle waits for the pipeline to reach a source position")
     parser.addini("sandbox_scenarios", "directories whose *.yaml scenario files are collected as tests",
@@ -151,9 +155,16 @@ def lake_bucket(sandbox: Settings) -> str:
 
 
 @pytest.fixture(scope="session")
-def tickit_loaded(sandbox: Settings):
-    """The source databases hold generated TICKIT (seed 0, original size); returns what the load did."""
-    return tickit.load(sandbox, tickit.GeneratedRows(seed=0, scale=1.0))
+def tickit_loaded(request, sandbox: Settings):
+    """The source databases hold generated TICKIT (seed 0, original size, or `--sandbox-tickit-scale` of it in an
+    ephemeral sandbox); returns what the load did."""
+    scale = request.config.getoption("--sandbox-tickit-scale")
+    if scale != 1.0 and request.config.getoption("--sandbox") != "ephemeral":
+        raise pytest.UsageError(f"--sandbox-tickit-scale={scale} would shrink the tables of the sandbox this session "
+                                "attaches to: use it with --sandbox=ephemeral")
+    if not 0 < scale <= 1.0:
+        raise pytest.UsageError(f"--sandbox-tickit-scale takes a size above 0 and up to 1.0, not {scale}")
+    return tickit.load(sandbox, tickit.GeneratedRows(seed=0, scale=scale))
 
 
 @pytest.fixture

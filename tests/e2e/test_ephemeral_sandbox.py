@@ -25,15 +25,19 @@ USER_SUITE = '''
 import json
 from pathlib import Path
 
+from tickit_data import scaled_row_counts
+
+LOADED = scaled_row_counts(0.01)  # --sandbox-tickit-scale=0.01
+
 
 def test_a_users_suite_on_an_ephemeral_sandbox(sandbox, postgres_client, mysql_client, connect_client):
     Path("seen.json").write_text(json.dumps({"state_dir": str(sandbox.state_dir), "ports": sandbox.ports}))
     with postgres_client.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM ems.category")
-        assert cur.fetchone()[0] > 0
+        assert cur.fetchone()[0] == LOADED["category"] > 0
     with mysql_client.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM ecomm.sale")
-        assert cur.fetchone()[0] > 0
+        assert cur.fetchone()[0] == LOADED["sale"] > 0
     for name in connect_client.connectors():
         assert connect_client.status(name)["connector"]["state"] == "RUNNING"
 '''
@@ -54,13 +58,22 @@ def pytester(pytester, sandbox_settings, monkeypatch):
 
 def test_ephemeral_sandbox_for_a_users_suite(pytester, sandbox_settings):
     pytester.makepyfile(test_users_suite=USER_SUITE)
-    result = pytester.runpytest_subprocess("--sandbox=ephemeral", "-p", "no:cacheprovider", "-q",
-                                           "--sandbox-summary=summary.txt", timeout=900)
+    result = pytester.runpytest_subprocess("--sandbox=ephemeral", "--sandbox-tickit-scale=0.01", "-p",
+                                           "no:cacheprovider", "-q", "--sandbox-summary=summary.txt", timeout=900)
     assert result.ret == 0, result.stdout.str()[-3000:]
     seen = json.loads((pytester.path / "seen.json").read_text())
     assert seen["state_dir"] != str(sandbox_settings.state_dir)
     assert not set(seen["ports"].values()) & set(DEFAULT_PORTS.values()), "free ports, not the defaults"
     assert [port for port in seen["ports"].values() if listening(port)] == [], "stopped after the session"
+
+
+def test_a_tickit_scale_is_refused_for_the_sandbox_a_session_attaches_to(pytester):
+    """It would shrink the project's tables: the session stops before loading anything."""
+    pytester.makepyfile(test_users_suite=USER_SUITE)
+    result = pytester.runpytest_subprocess("--sandbox-tickit-scale=0.01", "-p", "no:cacheprovider", "-q",
+                                           "--sandbox-summary=summary.txt", timeout=300)
+    assert result.ret != 0
+    assert "use it with --sandbox=ephemeral" in result.stdout.str() + result.stderr.str()
 
 
 HOLDING_SUITE = '''
