@@ -159,11 +159,11 @@ def tickit_loaded(request, sandbox: Settings):
     """The source databases hold generated TICKIT (seed 0, original size, or `--sandbox-tickit-scale` of it in an
     ephemeral sandbox); returns what the load did."""
     scale = request.config.getoption("--sandbox-tickit-scale")
+    if not 0 < scale <= 1.0:
+        raise pytest.UsageError(f"--sandbox-tickit-scale takes a size above 0 and up to 1.0, not {scale}")
     if scale != 1.0 and request.config.getoption("--sandbox") != "ephemeral":
         raise pytest.UsageError(f"--sandbox-tickit-scale={scale} would shrink the tables of the sandbox this session "
                                 "attaches to: use it with --sandbox=ephemeral")
-    if not 0 < scale <= 1.0:
-        raise pytest.UsageError(f"--sandbox-tickit-scale takes a size above 0 and up to 1.0, not {scale}")
     return tickit.load(sandbox, tickit.GeneratedRows(seed=0, scale=scale))
 
 
