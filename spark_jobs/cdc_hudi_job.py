@@ -295,6 +295,7 @@ def process_batch(spark: SparkSession, config: JobConfig, schemas: SchemaCache, 
         tables = dict(zip((spec.table for spec in changed), written))
         quarantined = quarantine.result()
         bronze.result()
+    decoded.release()
     cached.unpersist()
     return {"batch_id": batch_id, "events": events, "tables": tables, "quarantined": quarantined,
             "started_at": started_at, "phases": watch.seconds, "seconds": round(time.monotonic() - started, 2)}

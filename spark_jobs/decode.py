@@ -9,12 +9,12 @@ registry does not know, a body the schema cannot read — are returned apart wit
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 
 import requests
 from pyspark.sql import Column, DataFrame, functions as F
-from pyspark.sql.types import IntegerType, LongType
+from pyspark.sql.types import IntegerType, LongType, StructType
 from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.avro_schema import epoch_fields
@@ -88,6 +88,11 @@ class SchemaCache:
 class DecodedBatch:
     tables: dict[str, DataFrame]  # table name -> decoded change rows (source columns + __ fields + kafka fields)
     quarantine: DataFrame | None  # topic, partition, offset, timestamp, schema_id, reason, value
+    persisted: list[DataFrame] = field(default_factory=list)  # to unpersist once the batch is written
+
+    def release(self) -> None:
+        for frame in self.persisted:
+            frame.unpersist()
 
 
 def framed(batch: DataFrame) -> DataFrame:
@@ -113,41 +118,98 @@ def schema_pairs(batch: DataFrame) -> tuple[int, list[tuple[str, int]]]:
 def decode(batch: DataFrame, tables_by_topic: dict[str, str], schemas: SchemaCache,
            pairs: list[tuple[str, int]] | None = None) -> DecodedBatch:
     """The batch's change rows per table (named by `tables_by_topic`), and what cannot be decoded. `pairs` (from
-    `schema_pairs`) saves a job."""
-    rows = framed(batch.filter(F.col("value").isNotNull())).cache()
-    bad = [_quarantined(rows.filter(~F.col("_framed") | (F.length("value") < 9)), "not Apicurio-framed Avro "
+    `schema_pairs`) saves a job.
+
+    Each topic is decoded in one pass whatever the number of its schema versions, and kept for the batch: the
+    position's aggregate, Hudi's upsert and the quarantine's count all read it. A union of one decoded frame per
+    schema id made a stage of (schema ids x Kafka partitions) tasks per read, each carrying every version's plan:
+    30 schema ids over 31 partitions came to 961 tasks for the quarantine's count alone."""
+    rows = framed(batch.filter(F.col("value").isNotNull()))
+    bad = [_quarantined(rows.filter(~framed_ok()), "not Apicurio-framed Avro "
                         "(magic byte is not 0 or the message is shorter than its header)")]
-    decoded: dict[str, list[DataFrame]] = {}
     if pairs is None:
-        pairs = rows.filter(framed_ok()).select("topic", "_schema_id").distinct().collect()
-    for topic, schema_id in pairs:
-        part = rows.filter((F.col("topic") == topic) & (F.col("_schema_id") == schema_id) & F.col("_framed"))
+        pairs = [(row["topic"], row["_schema_id"])
+                 for row in rows.filter(framed_ok()).select("topic", "_schema_id").distinct().collect()]
+    versions: dict[str, list[tuple[int, str]]] = {}
+    for topic, schema_id in sorted(pairs):
         schema = schemas.get(schema_id)
         if schema is None:
-            bad.append(_quarantined(part, f"schema id {schema_id} is not in the registry"))
-            continue
-        body = F.expr("substring(value, 10, length(value) - 9)")
-        with_record = part.withColumn("_record", from_avro(body, schema, {"mode": "PERMISSIVE"}))
-        bad.append(_quarantined(with_record.filter(F.col("_record").isNull()),
-                                f"body does not decode with schema id {schema_id}"))
-        good = with_record.filter(F.col("_record").isNotNull()).select(*KAFKA_COLUMNS, "_schema_id", "_record.*")
-        decoded.setdefault(tables_by_topic[topic], []).append(with_source_types(good, schema))
-    tables = {t: reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts) for t, parts in decoded.items()}
-    return DecodedBatch(tables, reduce(DataFrame.unionByName, bad))
+            bad.append(_quarantined(rows.filter(framed_ok() & (F.col("topic") == topic)
+                                                & (F.col("_schema_id") == schema_id)),
+                                    f"schema id {schema_id} is not in the registry"))
+        else:
+            versions.setdefault(topic, []).append((schema_id, schema))
+    tables, persisted = {}, []
+    for topic, known in versions.items():
+        records = _records(rows.filter(framed_ok() & (F.col("topic") == topic)
+                                       & F.col("_schema_id").isin([schema_id for schema_id, _ in known])), known)
+        persisted.append(records)
+        bad.append(_quarantined(records.filter(~F.col("_decoded")), None))
+        tables[tables_by_topic[topic]] = _merged(records.filter(F.col("_decoded")), known)
+    return DecodedBatch(tables, reduce(DataFrame.unionByName, bad), persisted)
 
 
-def _quarantined(rows: DataFrame, reason: str) -> DataFrame:
-    return rows.select(*KAFKA_COLUMNS, F.col("_schema_id").alias("schema_id"), F.lit(reason).alias("reason"),
+def _record_column(schema_id: int) -> str:
+    return f"_record_{schema_id}"
+
+
+def _records(part: DataFrame, known: list[tuple[int, str]]) -> DataFrame:
+    """One topic's messages, each decoded by its own schema into that schema's record column (the others null),
+    with whether it decoded; a message's bytes are kept only when it did not. Persisted."""
+    body = F.expr("substring(value, 10, length(value) - 9)")
+    decoded = part.select(*KAFKA_COLUMNS, "_schema_id", "value", *[
+        F.when(F.col("_schema_id") == schema_id, from_avro(body, schema, {"mode": "PERMISSIVE"}))
+        .alias(_record_column(schema_id)) for schema_id, schema in known])
+    ok = reduce(lambda a, b: a | b, [_read(decoded, _record_column(schema_id)) for schema_id, _ in known])
+    # Spark does not fold this projection into the one above: that would decode each record twice.
+    return decoded.select(*KAFKA_COLUMNS, "_schema_id", *[_record_column(schema_id) for schema_id, _ in known],
+                          ok.alias("_decoded"), F.when(~ok, F.col("value")).alias("value")).persist()
+
+
+def _read(decoded: DataFrame, record: str) -> Column:
+    """Whether the record column holds a record its schema read. A body the schema cannot read comes out of
+    `from_avro` (permissive) as a record whose every field is null, not as null; no change event is one."""
+    fields = decoded.schema[record].dataType.fieldNames()
+    return F.col(record).isNotNull() & reduce(lambda a, b: a | b,
+                                              [F.col(f"`{record}`.`{name}`").isNotNull() for name in fields])
+
+
+def _merged(records: DataFrame, known: list[tuple[int, str]]) -> DataFrame:
+    """The decoded records as columns: a column any version has, in the order the versions add them, holds the
+    value from the row's own version (Spark widens a type that changed between versions)."""
+    columns: dict[str, list[Column]] = {}
+    for schema_id, schema in known:
+        fields = records.schema[_record_column(schema_id)].dataType
+        for name, value in _typed_fields(fields, schema, _record_column(schema_id)).items():
+            columns.setdefault(name, []).append(value)
+    return records.select(*KAFKA_COLUMNS, "_schema_id", *[
+        (values[0] if len(values) == 1 else F.coalesce(*values)).alias(name) for name, values in columns.items()])
+
+
+def _typed_fields(fields: StructType, schema_json: str, record: str | None = None) -> dict[str, Column]:
+    """Each field (of the struct column `record`, if given), Debezium's dates and times carried as Avro numbers
+    (`EPOCH_UNITS`) turned back into dates and timestamps."""
+    units = epoch_fields(schema_json)
+    typed = {}
+    for f in fields.fields:
+        name = f"`{record}`.`{f.name}`" if record else f"`{f.name}`"
+        # A field that is no number came from from_avro as a date or timestamp already (an Avro logical type).
+        is_epoch = f.name in units and isinstance(f.dataType, (IntegerType, LongType))
+        typed[f.name] = _from_epoch(name, units[f.name]) if is_epoch else F.col(name)
+    return typed
+
+
+def _quarantined(rows: DataFrame, reason: str | None) -> DataFrame:
+    """`reason` None: the body did not decode with the row's schema id."""
+    why = F.lit(reason) if reason else F.concat(F.lit("body does not decode with schema id "),
+                                                F.col("_schema_id").cast("string"))
+    return rows.select(*KAFKA_COLUMNS, F.col("_schema_id").alias("schema_id"), why.alias("reason"),
                        F.base64("value").alias("value_base64"))
 
 
 def with_source_types(rows: DataFrame, schema_json: str) -> DataFrame:
     """Turn Debezium's dates and times carried as Avro numbers (`EPOCH_UNITS`) back into dates and timestamps."""
-    numbers = {field.name for field in rows.schema.fields if isinstance(field.dataType, (IntegerType, LongType))}
-    for name, unit in epoch_fields(schema_json).items():
-        if name in numbers:  # else from_avro already gave a date or timestamp (an Avro logical type)
-            rows = rows.withColumn(name, _from_epoch(f"`{name}`", unit))
-    return rows
+    return rows.select(*[value.alias(name) for name, value in _typed_fields(rows.schema, schema_json).items()])
 
 
 def _from_epoch(number: str, unit: str) -> Column:

@@ -118,6 +118,7 @@ def start(spark: SparkSession, settings: dict[str, str], once: bool):
         for table, rows in decoded.tables.items():
             keep = [c for c in rows.columns if c not in ("topic", "partition", "offset", "timestamp", "_schema_id")]
             write_table(ordering_value(rows.select(*keep), ordering), table, tables[table]["key"], settings)
+        decoded.release()
         batch.unpersist()
 
     writer = stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", settings["checkpoint"])

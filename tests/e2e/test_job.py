@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import io
+import json
 import random
 import uuid
 
+import fastavro
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from sandbox.sources.changes import ChangeReader
 from sandbox.stack import databases
+from spark_jobs.decode import KAFKA_COLUMNS, decode
 from spark_jobs.queries import incremental
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -108,20 +113,78 @@ def test_incremental_read_returns_exactly_the_changes_between_commits(sandbox, p
     assert {r["eventid"] for r in rows} == keys
 
 
-def test_undecodable_message_is_set_aside_with_its_coordinates(sandbox, pipeline, kafka_bootstrap):
+def first_message(bootstrap: str, topic: str) -> bytes:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"test-{uuid.uuid4()}", "log_level": 0})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        message = consumer.poll(30)
+        assert message is not None and not message.error(), f"no message read from {topic}"
+        return message.value()
+    finally:
+        consumer.close()
+
+
+def test_undecodable_messages_are_set_aside_with_their_coordinates(sandbox, pipeline, kafka_bootstrap):
+    """One message that is no Apicurio-framed Avro, one framed with the topic's schema id and a body cut off."""
     topic = sandbox.topology.topic("ems", "category")
+    header = first_message(kafka_bootstrap, topic)[:9]
     delivered = []
     producer = Producer({"bootstrap.servers": kafka_bootstrap, "log_level": 0})
-    producer.produce(topic, key=b"poison", value=b"\x01not avro at all",
-                     on_delivery=lambda err, msg: delivered.append((msg.partition(), msg.offset())))
+    for value in (b"\x01not avro at all", header):
+        producer.produce(topic, key=b"poison", value=value,
+                         on_delivery=lambda err, msg: delivered.append((msg.partition(), msg.offset())))
     producer.flush(30)
-    (partition, offset), = delivered
     summaries = pipeline.run_once()
-    assert sum(s.get("quarantined", 0) for s in summaries) >= 1
-    assert any("quarantine_path" in s for s in summaries), "the run reports where the message went"
-    quarantined = pipeline.spark.read.parquet(pipeline.config.quarantine_path) \
-        .filter(f"topic = '{topic}' AND partition = {partition} AND offset = {offset}").collect()
-    assert len(quarantined) == 1 and "not Apicurio-framed" in quarantined[0]["reason"]
+    assert sum(s.get("quarantined", 0) for s in summaries) >= 2
+    assert any("quarantine_path" in s for s in summaries), "the run reports where the messages went"
+    reasons = []
+    for partition, offset in delivered:
+        quarantined = pipeline.spark.read.parquet(pipeline.config.quarantine_path) \
+            .filter(f"topic = '{topic}' AND partition = {partition} AND offset = {offset}").collect()
+        assert len(quarantined) == 1, f"offset {offset} set aside once"
+        reasons.append(quarantined[0]["reason"])
+    schema_id = int.from_bytes(header[1:9], "big")
+    assert reasons[0].startswith("not Apicurio-framed")
+    assert reasons[1] == f"body does not decode with schema id {schema_id}"
+
+
+FIRST_VERSION = {"type": "record", "name": "Value", "fields": [
+    {"name": "id", "type": "int"}, {"name": "name", "type": ["null", "string"]},
+    {"name": "day", "type": ["null", {"type": "int", "connect.name": "io.debezium.time.Date"}]}]}
+SECOND_VERSION = FIRST_VERSION | {"fields": [*FIRST_VERSION["fields"], {"name": "added", "type": ["null", "long"]}]}
+
+
+def framed_avro(schema_id: int, schema: dict, record: dict) -> bytes:
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, fastavro.parse_schema(schema), record)
+    return b"\x00" + schema_id.to_bytes(8, "big") + body.getvalue()
+
+
+def test_one_batch_of_two_schema_versions_and_a_body_that_does_not_decode(spark):
+    """A topic's messages of two schema versions decode into one frame (a column the first lacks is null there, and
+    Debezium's epoch days are dates in both); a framed message whose body the schema cannot read is set aside with
+    its schema id, and the others are kept."""
+    schemas = {41: json.dumps(FIRST_VERSION), 42: json.dumps(SECOND_VERSION)}
+    truncated = framed_avro(42, SECOND_VERSION, {"id": 3, "name": "cut short", "day": 1, "added": 2**40})[:-4]
+    messages = [framed_avro(41, FIRST_VERSION, {"id": 1, "name": "first", "day": 13926}),
+                framed_avro(42, SECOND_VERSION, {"id": 2, "name": None, "day": 0, "added": 7}), truncated]
+    at = dt.datetime(2026, 1, 1)
+    batch = spark.createDataFrame([("t", 0, offset, at, value) for offset, value in enumerate(messages)],
+                                  "topic string, partition int, offset long, timestamp timestamp, value binary")
+    decoded = decode(batch, {"t": "table"}, type("Schemas", (), {"get": lambda self, id: schemas.get(id)})())
+    try:
+        changes = decoded.tables["table"]
+        assert changes.columns == [*KAFKA_COLUMNS, "_schema_id", "id", "name", "day", "added"]
+        rows = {row["id"]: row.asDict() for row in changes.collect()}
+        assert rows.keys() == {1, 2}
+        assert (rows[1]["name"], rows[1]["day"], rows[1]["added"], rows[1]["_schema_id"]) == \
+            ("first", dt.date(2008, 2, 17), None, 41)
+        assert (rows[2]["name"], rows[2]["day"], rows[2]["added"], rows[2]["_schema_id"]) == \
+            (None, dt.date(1970, 1, 1), 7, 42)
+        quarantined = [(row["offset"], row["schema_id"], row["reason"]) for row in decoded.quarantine.collect()]
+        assert quarantined == [(2, 42, "body does not decode with schema id 42")]
+    finally:
+        decoded.release()
 
 
 def test_a_table_written_with_another_bucket_count_is_refused(pipeline_factory, settle):
