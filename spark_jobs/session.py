@@ -20,6 +20,12 @@ PARALLEL_GC = "-XX:+UseParallelGC"
 # over the scenarios and the oracle suites Janino compiled 1,153-1,344 plans with 100 entries and 348-383 with 2,000,
 # and each compiled plan is new classes, new code for the JIT compiler (README "The job's settings").
 CODEGEN_CACHE_ENTRIES = "2000"
+# Spark compiles a stage into one class only while its rows have at most this many fields, nested ones counted
+# (default 100). The job decodes a topic's messages into one record column per schema version, which a topic with a
+# few versions of a dozen columns passes; above it every task generated its projection's code anew (a fifth of the
+# executor's CPU in a backlog with 16 versions of `listing`, Java Flight Recorder). A stage whose code would be too
+# large for the JVM still falls back to the generic path (`spark.sql.codegen.hugeMethodLimit`).
+CODEGEN_MAX_FIELDS = "2000"
 
 
 def driver_conf(config: JobConfig, java_options: str = "") -> dict[str, str]:
@@ -42,6 +48,7 @@ def session_conf(config: JobConfig, java_options: str = "") -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.codegen.cache.maxEntries": CODEGEN_CACHE_ENTRIES,
+        "spark.sql.codegen.maxFields": CODEGEN_MAX_FIELDS,
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
