@@ -8,6 +8,7 @@ import io
 import json
 import random
 import uuid
+from types import SimpleNamespace
 
 import fastavro
 import pytest
@@ -171,7 +172,7 @@ def test_one_batch_of_two_schema_versions_and_a_body_that_does_not_decode(spark)
     at = dt.datetime(2026, 1, 1)
     batch = spark.createDataFrame([("t", 0, offset, at, value) for offset, value in enumerate(messages)],
                                   "topic string, partition int, offset long, timestamp timestamp, value binary")
-    decoded = decode(batch, {"t": "table"}, type("Schemas", (), {"get": lambda self, id: schemas.get(id)})())
+    decoded = decode(batch, {"t": "table"}, SimpleNamespace(get=schemas.get))  # the registry's schemas by id
     try:
         changes = decoded.tables["table"]
         assert changes.columns == [*KAFKA_COLUMNS, "_schema_id", "id", "name", "day", "added"]
