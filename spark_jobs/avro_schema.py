@@ -6,7 +6,7 @@ import json
 
 
 # Dates and times that Debezium carries as plain Avro numbers, by Connect semantic name: what the number counts from
-# 1970-01-01. The harness (`sandbox/sources/changes.py`) and the job (`decode.with_source_types`) both convert from
+# 1970-01-01. The harness (`sandbox/sources/changes.py`) and the job (`decode._typed_fields`) both convert from
 # this table; a field that the Avro reader already gives as a date or time (an Avro logical type) is left as it is.
 EPOCH_UNITS = {
     "io.debezium.time.Date": "days",

@@ -208,7 +208,8 @@ def _quarantined(rows: DataFrame, reason: str | None) -> DataFrame:
 
 
 def with_source_types(rows: DataFrame, schema_json: str) -> DataFrame:
-    """Turn Debezium's dates and times carried as Avro numbers (`EPOCH_UNITS`) back into dates and timestamps."""
+    """Turn Debezium's dates and times carried as Avro numbers (`EPOCH_UNITS`) back into dates and timestamps: on
+    a flat frame, what `decode` does to each schema version's record column."""
     return rows.select(*[value.alias(name) for name, value in _typed_fields(rows.schema, schema_json).items()])
 
 
