@@ -91,8 +91,14 @@ def _print_status(settings: Settings) -> None:
     colours = {"running": "green", "external": "cyan", "stopped": "red", "unreachable": "red", "starting": "yellow"}
     for st in statuses:
         colour = colours.get(st.state, "white")
-        table.add_row(st.service, f"[{colour}]{st.state}[/{colour}]", st.address, str(st.pid or "-"), st.version)
+        address = f"[red]{st.address}[/red]" if st.beyond_loopback else st.address
+        table.add_row(st.service, f"[{colour}]{st.state}[/{colour}]", address, str(st.pid or "-"), st.version)
     console.print(table)
+    for st in statuses:
+        if st.beyond_loopback:
+            console.print(f"[red]{st.service} listens beyond loopback ({', '.join(st.beyond_loopback)})[/red]: "
+                          "other machines can reach it; stop it with "
+                          "`sandbox down` and see the README's \"What runs where\"", highlight=False)
     console.print(_tables_table(settings))
     ctable = Table(title="connectors")
     ctable.add_column("connector")

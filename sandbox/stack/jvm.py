@@ -72,8 +72,9 @@ def maven_binary() -> str:
 
 
 def pom_fingerprint(pom_dir: Path = POM_DIR) -> str:
+    """The poms and the Java sources Maven builds with them: a change to either lays the artifacts out anew."""
     digest = hashlib.sha256()
-    for pom in sorted(pom_dir.rglob("pom.xml")):
+    for pom in sorted([*pom_dir.rglob("pom.xml"), *pom_dir.rglob("*.java")]):
         digest.update(pom.relative_to(pom_dir).as_posix().encode())
         digest.update(pom.read_bytes())
     return digest.hexdigest()

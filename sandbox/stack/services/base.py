@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.config import Endpoint, Settings
-from sandbox.stack import jvm, process
+from sandbox.stack import jvm, listening, process
 from sandbox.stack.class_sharing import ServiceArchive, recording_path
 
 
@@ -14,10 +14,11 @@ from sandbox.stack.class_sharing import ServiceArchive, recording_path
 class ServiceStatus:
     service: str
     state: str  # running | stopped | external | unreachable
-    address: str
+    address: str  # natively: where the process listens, as the system reports it
     pid: int | None
     version: str
     note: str = ""
+    beyond_loopback: tuple[str, ...] = ()  # addresses it listens on that other machines can reach
 
 
 class NativeService:
@@ -122,8 +123,10 @@ class NativeService:
         if pid is None:
             return ServiceStatus(self.name, "stopped", address, None, "-")
         ready = process.quietly(self.is_ready)
-        return ServiceStatus(self.name, "running" if ready else "starting", address, pid,
-                             self.version() if ready else "-")
+        actual = listening.listening_addresses(pid)
+        exposed = listening.beyond_loopback(actual)
+        return ServiceStatus(self.name, "running" if ready else "starting", ", ".join(actual) or address, pid,
+                             self.version() if ready else "-", beyond_loopback=tuple(exposed))
 
     def _require_ready_external(self) -> None:
         from sandbox.errors import SandboxError

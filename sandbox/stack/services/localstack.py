@@ -9,12 +9,16 @@ on top of the snapshot: a LocalStack that was killed comes back as of its last a
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import boto3
 import requests
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
 
+from sandbox.errors import SandboxError
 from sandbox.stack import install, process
 from sandbox.stack.services import bucket_snapshot
 from sandbox.stack.services.base import NativeService
@@ -33,7 +37,11 @@ class LocalStack(NativeService):
 
     def prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.data_dir.chmod(0o700)  # the saved lake and its journal hold row values
+        self.data_dir.chmod(0o700)  # the saved lake, its journal and S3's storage hold row values
+        (self.data_dir / "tmp").mkdir(exist_ok=True)
+        # LocalStack's plugin index (plux) is cached under XDG_CACHE_HOME, keyed by file times that a reinstall of
+        # the sandbox's hooks can leave unchanged: built afresh at each start, the hooks are never missed.
+        shutil.rmtree(self.data_dir / "cache", ignore_errors=True)
 
     def command(self) -> list[str]:
         return [str(install.localstack_venv(self.settings) / "bin" / "python"), "-m", "localstack.runtime.main"]
@@ -47,6 +55,10 @@ class LocalStack(NativeService):
             "SKIP_SSL_CERT_DOWNLOAD": "1",
             "DISABLE_EVENTS": "1",
             "SANDBOX_S3_JOURNAL": str(self.journal_dir),
+            # Nothing in a directory the machine's other LocalStacks share (sandbox_s3_journal/confine.py).
+            "SANDBOX_S3_STORAGE": str(self.data_dir / "s3-storage"),
+            "TMPDIR": str(self.data_dir / "tmp"),
+            "XDG_CACHE_HOME": str(self.data_dir / "cache"),
         }
 
     def health(self) -> dict:
@@ -75,6 +87,7 @@ class LocalStack(NativeService):
         if self.restored is None and not self.external:
             self.restored = bucket_snapshot.restore(self.s3(), self.snapshot_dir, self.journal_dir)
         bucket_snapshot.ensure_bucket(self.s3(), self.settings.topology.lake_bucket)
+        prove_writable(self.s3(), self.settings.topology.lake_bucket, self.data_dir)
 
     def skip_restore(self) -> None:
         """This LocalStack already serves its buckets: `post_start` must not put a copy back over them."""
@@ -102,6 +115,27 @@ class LocalStack(NativeService):
     def shut_down(self) -> str:
         outcome = super().shut_down()
         return f"{outcome}, buckets saved ({self.saved.describe('downloaded')})" if self.saved else outcome
+
+
+# Larger than what LocalStack keeps in memory (S3_MAX_FILE_SIZE_BYTES, 512 KiB): the probe reaches its storage on disk.
+PROBE_BYTES = 600 * 1024
+PROBE_KEY = "_sandbox/probe"
+
+
+def prove_writable(client, bucket: str, data_dir: Path) -> None:
+    """A put, a get and a delete of a probe object: a lake that cannot be written fails `sandbox up`, not the job."""
+    body = os.urandom(PROBE_BYTES)
+    try:
+        client.put_object(Bucket=bucket, Key=PROBE_KEY, Body=body)
+        read = client.get_object(Bucket=bucket, Key=PROBE_KEY)["Body"].read()
+        client.delete_object(Bucket=bucket, Key=PROBE_KEY)
+    except (BotoCoreError, ClientError) as exc:
+        raise SandboxError(f"S3 does not take writes to bucket {bucket}: {exc}",
+                           f"LocalStack keeps the lake under {data_dir}: check that this account owns it and the "
+                           "disk has room (its log says more), then `sandbox down` and `sandbox up`") from None
+    if read != body:
+        raise SandboxError(f"S3 gave back other bytes than the probe object it took in bucket {bucket}",
+                           "see LocalStack's log; `sandbox down` and `sandbox up` start it afresh")
 
 
 def s3_client(endpoint_url: str):

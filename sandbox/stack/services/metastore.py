@@ -21,7 +21,9 @@ from sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY
 from sandbox.stack.services.postgres import ensure_database, ensure_login
 
 DATABASE = "hive_metastore"
-SERVER_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+# Hive's server (`org.apache.hadoop.hive.metastore.HiveMetaStore`) started on one address: 3.1 listens on every
+# interface and has no setting for it (sandbox/stack/jvm/metastore/src).
+SERVER_CLASS = "dev.cdcsandbox.metastore.LoopbackMetaStore"
 
 
 def thrift_uri(settings: Settings) -> str:
@@ -139,7 +141,8 @@ class Metastore(JvmService):
         return f"{jars_dir(self.settings)}/*:{self.conf_dir}"
 
     def command(self) -> list[str]:
-        return self.java("-Xms64m", "-Xmx512m", *jvm.service_options()) + [SERVER_CLASS]
+        return self.java("-Xms64m", "-Xmx512m", *jvm.service_options()) + [SERVER_CLASS, self.endpoint.host,
+                                                                            str(self.endpoint.port)]
 
     def is_ready(self) -> bool:
         accepts_connections(self.settings)
