@@ -40,6 +40,13 @@ def test_a_users_suite_on_an_ephemeral_sandbox(sandbox, postgres_client, mysql_c
         assert cur.fetchone()[0] == LOADED["sale"] > 0
     for name in connect_client.connectors():
         assert connect_client.status(name)["connector"]["state"] == "RUNNING"
+
+
+def test_its_lake_is_its_own(s3, lake_bucket):
+    """Beside the project's sandbox, with the same bucket name: it sees none of that lake's objects."""
+    s3.put_object(Bucket=lake_bucket, Key="_isolation/ephemeral", Body=b"e" * 600 * 1024)  # beyond LocalStack's memory
+    seen = [o["Key"] for o in s3.list_objects_v2(Bucket=lake_bucket, Prefix="_isolation/").get("Contents", [])]
+    Path("lake.json").write_text(json.dumps(seen))
 '''
 
 
@@ -56,11 +63,35 @@ def pytester(pytester, sandbox_settings, monkeypatch):
     return pytester
 
 
-def test_ephemeral_sandbox_for_a_users_suite(pytester, sandbox_settings):
-    pytester.makepyfile(test_users_suite=USER_SUITE)
-    result = pytester.runpytest_subprocess("--sandbox=ephemeral", "--sandbox-tickit-scale=0.01", "-p",
-                                           "no:cacheprovider", "-q", "--sandbox-summary=summary.txt", timeout=900)
-    assert result.ret == 0, result.stdout.str()[-3000:]
+# Where every LocalStack kept S3's objects before each sandbox had its own: a file there makes that path unusable,
+# also for root, as another account's directory was for an ordinary user.
+SHARED_S3_STORAGE = Path("/tmp/localstack-s3-storage")
+
+
+@pytest.fixture
+def shared_s3_storage_unusable():
+    if SHARED_S3_STORAGE.exists():
+        yield
+        return
+    SHARED_S3_STORAGE.write_text("not a directory: no sandbox may keep its lake here\n")
+    try:
+        yield
+    finally:
+        SHARED_S3_STORAGE.unlink()
+
+
+def test_ephemeral_sandbox_for_a_users_suite(pytester, sandbox_settings, s3, lake_bucket, shared_s3_storage_unusable):
+    s3.put_object(Bucket=lake_bucket, Key="_isolation/project", Body=b"p")
+    try:
+        pytester.makepyfile(test_users_suite=USER_SUITE)
+        result = pytester.runpytest_subprocess("--sandbox=ephemeral", "--sandbox-tickit-scale=0.01", "-p",
+                                               "no:cacheprovider", "-q", "--sandbox-summary=summary.txt", timeout=900)
+        assert result.ret == 0, result.stdout.str()[-3000:]
+        mine = [o["Key"] for o in s3.list_objects_v2(Bucket=lake_bucket, Prefix="_isolation/").get("Contents", [])]
+    finally:
+        s3.delete_object(Bucket=lake_bucket, Key="_isolation/project")
+    assert json.loads((pytester.path / "lake.json").read_text()) == ["_isolation/ephemeral"]
+    assert mine == ["_isolation/project"]
     seen = json.loads((pytester.path / "seen.json").read_text())
     assert seen["state_dir"] != str(sandbox_settings.state_dir)
     assert not set(seen["ports"].values()) & set(DEFAULT_PORTS.values()), "free ports, not the defaults"

@@ -1,6 +1,7 @@
-"""A sandbox on a shared machine does not open its data to the machine's other accounts: MariaDB takes no
-password-less login, its socket and data are its owner's alone and it does not run as root, Kafka Connect's file provider reads the sandbox's secrets
-directory and nothing else, and the files holding secrets or row values are private."""
+"""A sandbox on a shared machine does not open its data to the network or to the machine's other accounts: every
+process listens on loopback alone, MariaDB takes no password-less login, its socket and data are its owner's alone
+and it does not run as root, Kafka Connect's file provider reads the sandbox's secrets directory and nothing else,
+and the files holding secrets or row values are private."""
 
 from __future__ import annotations
 
@@ -13,12 +14,34 @@ import pymysql
 import pytest
 import requests
 
-from sandbox.stack import backends
+from sandbox.stack import backends, listening, orphans
 from sandbox.stack.services.mariadb import MariaDB
 
 pytestmark = [pytest.mark.e2e]
 
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
+
+
+def test_every_sandbox_process_listens_on_loopback_alone(sandbox, spark):
+    """Every server the sandbox started (found by what they are, with their children) and the harness's Spark
+    driver; `sandbox status` shows the addresses the system reports and flags none."""
+    if sandbox.backend != "native":
+        pytest.skip("compose publishes every port on 127.0.0.1 (tests/unit/test_compose.py checks the files)")
+    driver = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    processes = {process.pid: service for process, service in orphans.servers_in(sandbox.state_dir)}
+    heard = {pid: listening.listening_addresses(pid) for pid in [*processes, driver]}
+    assert {processes[pid] for pid, addresses in heard.items() if addresses and pid in processes} == \
+        {"postgres", "mysql", "kafka", "connect", "apicurio", "localstack", "metastore"}, heard
+    assert {pid: listening.beyond_loopback(addresses) for pid, addresses in heard.items()
+            if listening.beyond_loopback(addresses)} == {}
+    statuses, _ = backends.of(sandbox).status(sandbox)
+    for status in statuses:
+        assert status.address == ", ".join(heard[status.pid]) and not status.beyond_loopback, status
+
+
+def test_listening_addresses_beyond_loopback_are_named():
+    assert listening.beyond_loopback(["127.0.0.1:4566", "127.0.0.2:1", "[::1]:9083", "0.0.0.0:4566", "[::]:9083",
+                                      "192.0.2.7:8080"]) == ["0.0.0.0:4566", "[::]:9083", "192.0.2.7:8080"]
 
 
 def test_mariadb_takes_no_root_login_over_tcp(sandbox):
