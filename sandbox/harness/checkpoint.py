@@ -11,10 +11,14 @@ from urllib.parse import urlparse
 
 def committed_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
     """{topic: {partition: next offset}} of the last micro-batch a Structured Streaming checkpoint committed
-    (its offset log: `offsets/<batch>` holds a version line, the batch's metadata, then one line per source)."""
+    (its offset log: `offsets/<batch>` holds a version line, the batch's metadata, then one line per source).
+
+    {} while nothing is known to be consumed: no checkpoint yet, the first batch still running, or a committed batch
+    whose offsets file is gone by the time it is read (Spark purging old batches, a lake deleted meanwhile). A
+    partition the batch did not know yet is absent from its topic's offsets."""
     bucket, prefix = split_uri(checkpoint)
     batches = committed_batches(s3, bucket, prefix)
-    return _offsets(s3, bucket, prefix, batches[-1]) if batches else {}
+    return (_offsets(s3, bucket, prefix, batches[-1]) or {}) if batches else {}
 
 
 def settled_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]] | None:
@@ -37,14 +41,34 @@ def planned_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
 
 
 def batch_start_offsets(s3, checkpoint: str, batch: int, first: dict | None = None) -> dict[str, dict[str, int]]:
-    """{topic: {partition: offset}} micro-batch `batch` started reading from: the previous batch's end, or for the
-    first batch the offsets the job was told to start from (`first`: a branched lake's; {} for earliest), or {}
-    where the log no longer holds the previous batch. Spark runs the first batch again too if stopped before its
-    commit, and a branch's first batch holds the changes of the round that tracked its tables."""
-    if batch <= 0:
-        return {topic: {str(p): max(0, int(o)) for p, o in parts.items()} for topic, parts in (first or {}).items()}
+    """{topic: {partition: offset}} micro-batch `batch` started reading from: the previous batch's end, or {} where
+    the log no longer holds the previous batch. The first batch starts where Spark resolved the job's starting
+    offsets (`first`, a branched lake's; the topics' earliest offsets otherwise), which it records before it plans
+    the batch; before that record exists, at `first` (Kafka's earliest read as 0) or, for the earliest, at 0 of
+    every partition the batch reads. Spark runs the first batch again too if stopped before its commit, and then
+    the whole of it counts as read again."""
     bucket, prefix = split_uri(checkpoint)
-    return _offsets(s3, bucket, prefix, batch - 1) or {}
+    if batch > 0:
+        return _offsets(s3, bucket, prefix, batch - 1) or {}
+    resolved = initial_offsets(s3, checkpoint) if s3 is not None else None
+    if resolved:
+        return resolved
+    if first:
+        return {topic: {str(p): max(0, int(o)) for p, o in parts.items()} for topic, parts in first.items()}
+    planned = _offsets(s3, bucket, prefix, 0) if s3 is not None else None
+    return {topic: {p: 0 for p in parts} for topic, parts in (planned or {}).items()}
+
+
+def initial_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]] | None:
+    """The offsets Spark's Kafka source resolved for the first batch (`sources/0/0`: a zero byte, a version line,
+    then {topic: {partition: offset}}), or None before it wrote them."""
+    bucket, prefix = split_uri(checkpoint)
+    try:
+        body = s3.get_object(Bucket=bucket, Key=f"{prefix}/sources/0/0")["Body"].read()
+    except s3.exceptions.NoSuchKey:
+        return None
+    _version, _, offsets = body.lstrip(b"\0").decode().partition("\n")
+    return json.loads(offsets)
 
 
 def committed_batches(s3, bucket: str, prefix: str) -> list[int]:

@@ -79,6 +79,7 @@ class SilverBehind(AssertionError):
 
 
 SLOW_STOP_SECONDS = 10
+STOP_GRACE_SECONDS = 30  # how long a final stop lets a running micro-batch finish before it interrupts it
 OUTAGE_RETRY_PAUSES = (0.1, 0.2)  # the job's tries of the registry in `run_once_without_registry`
 # Threads a stop can wait on: the query's own, its tasks, Kafka's admin client, and the threads of the job's table
 # writes (py4j threads, known by what they run).
@@ -141,9 +142,18 @@ class Pipeline:
                         owns_session=False, job=self.job)
 
     def stop(self) -> None:
+        """Stop the job for good (a test's teardown): a micro-batch in flight finishes first, so that neither a
+        failed test nor its teardown leaves a batch cut short in the job's log."""
+        self._let_batch_finish()
         self.stop_continuous()
         if self.owns_session:
             self.spark.stop()
+
+    def _let_batch_finish(self) -> None:
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        while self.query is not None and self.query.isActive and self.query.status["isTriggerActive"] \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     # --- running the job -----------------------------------------------------------------------------------
     def run_once(self) -> list[dict]:
