@@ -117,7 +117,9 @@ def unvouched_batch(s3, lake: str) -> str | None:
     bucket, prefix = split_uri(f"{lake}/checkpoints")
     batches = committed_batches(s3, bucket, prefix)
     offsets = functools.cache(lambda batch: _offsets(s3, bucket, prefix, batch))  # each file read once
-    reading = next((n for n in reversed(batches) if offsets(n) != _start_of(n, offsets)), None)
+    # A batch whose offsets file is gone (purged, or deleted as it was listed) says nothing either way.
+    reading = next((n for n in reversed(batches) if offsets(n) is not None and offsets(n) != _start_of(n, offsets)),
+                   None)
     if reading is None:
         return None
     _, bronze = split_uri(f"{lake}/bronze")

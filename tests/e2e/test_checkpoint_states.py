@@ -83,6 +83,7 @@ def test_a_committed_batch_whose_offsets_are_gone_counts_as_nothing_consumed(s3,
     assert committed_offsets(s3, checkpoint) == {}
     assert settled_offsets(s3, checkpoint) is None, "not settled: a wait reads it again"
     assert batch_start_offsets(s3, checkpoint, 4) == {}
+    assert unvouched_batch(s3, lake) is None, "no claim of data the lake lacks"
 
 
 def test_a_partition_added_to_the_topic_appears_from_the_batch_that_reads_it(s3, lake):
