@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from sandbox.stack import backends, listening, orphans
+from sandbox.stack.services.localstack import LocalStack
 from sandbox.stack.services.mariadb import MariaDB
 
 pytestmark = [pytest.mark.e2e]
@@ -64,6 +65,25 @@ def test_another_os_account_cannot_reach_mariadbs_socket_or_data(sandbox):
     assert "Can't connect" in as_nobody.stderr and "Permission denied" in as_nobody.stderr, as_nobody.stderr
     assert stat.S_IMODE(mariadb.socket.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(mariadb.data_dir.stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to another OS account needs root")
+def test_another_os_account_cannot_reach_the_lakes_files(sandbox, s3, lake_bucket):
+    """LocalStack keeps the bytes of large objects in the sandbox's state directory, not in the machine-wide
+    /tmp/localstack-s3-storage, where another account's sandbox would read or block them."""
+    if sandbox.backend != "native":
+        pytest.skip("compose keeps LocalStack's files inside its container")
+    localstack = LocalStack(sandbox)
+    storage = localstack.data_dir / "s3-storage"
+    s3.put_object(Bucket=lake_bucket, Key="_locked-down/large", Body=b"x" * 600 * 1024)  # beyond LocalStack's memory
+    try:
+        assert (storage / lake_bucket).is_dir()
+        as_nobody = subprocess.run(["su", "nobody", "-s", "/bin/sh", "-c", f"ls {storage}"], capture_output=True,
+                                   text=True, timeout=30)
+    finally:
+        s3.delete_object(Bucket=lake_bucket, Key="_locked-down/large")
+    assert as_nobody.returncode != 0 and "Permission denied" in as_nobody.stderr, as_nobody.stderr
+    assert stat.S_IMODE(localstack.data_dir.stat().st_mode) == 0o700
 
 
 def test_mariadb_does_not_run_as_root(sandbox):
