@@ -215,6 +215,18 @@ def mutate_add_column(table: str, column: str, column_type: str = typer.Argument
     _mutate(lambda m: m.add_column(table, column, column_type))
 
 
+@mutate_app.command("drop-column")
+def mutate_drop_column(table: str, column: str):
+    """Drop a column from the source table (silver keeps it: NULL in rows written after the drop)."""
+    _mutate(lambda m: m.drop_column(table, column))
+
+
+@mutate_app.command("truncate")
+def mutate_truncate(table: str):
+    """Empty the table with TRUNCATE (silver keeps its rows as deleted rows, or drops them with hard deletes)."""
+    _mutate(lambda m: m.truncate(table))
+
+
 @mutate_app.command("random")
 def mutate_random(count: int = typer.Option(10, help="How many changes."), seed: int = typer.Option(0),
                   table: list[str] = typer.Option(None, help="Limit to these tables (repeatable).")):

@@ -32,3 +32,11 @@ def semantic_types(schema_json: str) -> dict[str, str]:
             if isinstance(branch, dict) and branch.get("connect.name"):
                 found[field["name"]] = branch["connect.name"]
     return found
+
+
+def is_envelope(schema_json: str) -> bool:
+    """Whether a value schema is Debezium's unflattened change event (`op`, `source`, `before`, `after`): what the
+    connectors send for a truncate, which has no row to flatten."""
+    schema = json.loads(schema_json)
+    names = {field["name"] for field in schema.get("fields", [])} if isinstance(schema, dict) else set()
+    return {"op", "source", "before", "after"} <= names

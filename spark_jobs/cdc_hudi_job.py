@@ -26,6 +26,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import reduce
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a plain file by spark-submit
@@ -39,7 +40,9 @@ from spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
 from spark_jobs.session import spark_session  # noqa: E402
 
 COMMIT_META_PREFIX = "sandbox."  # of the commit metadata keys the harness reads (`sandbox/harness/timeline.py`)
-BUCKETS_KEY = f"{COMMIT_META_PREFIX}buckets"  # the bucket count a commit was written with
+BUCKETS_KEY = f"{COMMIT_META_PREFIX}buckets"
+TRUNCATE = "t"  # Debezium's operation code of a truncate
+TRUNCATE_COORDINATES = ("_kafka_partition", "_kafka_offset", "_kafka_timestamp")  # of the rows a truncate deletes  # the bucket count a commit was written with
 RECORD_LOOK_BACK = 5  # commits searched for BUCKETS_KEY (a compaction's commit has none)
 UPSERT_THREADS = 4
 SMALL_BATCH_EVENTS = 10_000
@@ -97,6 +100,9 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         "hoodie.bucket.index.num.buckets": str(config.buckets_of(spec)),
         # Bloom filters in the files' footers serve the bloom index only; the bucket index never reads them.
         "hoodie.parquet.bloom.filter.enabled": "false",
+        # A column dropped in the source stays in silver, NULL in rows written after the drop; without this every
+        # batch whose events lack it fails (MissingSchemaFieldException).
+        "hoodie.write.set.null.for.missing.columns": "true",
         BUCKETS_KEY: str(config.buckets_of(spec)),  # `check_layout` reads it back
     }
     if config.retain_commits is None:  # keep every file version: time travel must reach every commit
@@ -133,20 +139,25 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
     watch = Stopwatch()
     with watch.phase("prepare"):
         positioned = source_position(changes, spec.position)
+        truncate = F.col("__op") == F.lit(TRUNCATE) if "__op" in positioned.columns else F.lit(False)
         # The commit reaches the highest position among all the batch's changes, also those a later change of the
         # same key supersedes.
         extent = positioned.agg(F.max("_source_position").alias("position"), F.max("timestamp").alias("kafka"),
-                                F.count(F.lit(1)).alias("changes")).first()
+                                F.count(F.lit(1)).alias("changes"),
+                                F.max(F.when(truncate, F.col("_source_position"))).alias("truncated_at")).first()
         # A decimal(38,0) position (binlog, SQL Server) arrives as a Decimal; as an int it goes into the commit
         # metadata as plain digits and into the batch summary as a number.
         reached = None if extent["position"] is None else int(extent["position"])
         count = extent["changes"]
-        rows = latest_per_key(positioned, spec)
-        rows = rows.withColumnRenamed("offset", "_kafka_offset").withColumnRenamed("partition", "_kafka_partition") \
-            .withColumnRenamed("timestamp", "_kafka_timestamp").drop("topic", "_schema_id")
-        if config.hard_deletes:
+        # A batch whose only events of the table are truncates has none of its columns.
+        changed = all(k in positioned.columns for k in spec.key)
+        rows = kafka_named(latest_per_key(positioned.filter(~truncate), spec)) if changed else None
+        truncated_at = None if config.ignore_truncates else extent["truncated_at"]
+        if truncated_at is not None:
+            rows = truncated(spark, config, spec, rows, kafka_named(positioned.filter(truncate)), truncated_at)
+        if config.hard_deletes and rows is not None:
             rows = rows.withColumn("_hoodie_is_deleted", F.col("__deleted") == F.lit("true"))
-    if not count:
+    if not count or rows is None:  # nothing, or a truncate of a table silver does not hold yet
         return {"rows": 0}
     check_layout(spark, config.silver_path(spec.table), config.buckets_of(spec), config.buckets)
     with watch.phase("upsert"):
@@ -155,8 +166,52 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
     if not config.metastore_uri:  # with a metastore, Hudi's Hive sync registered it as part of the upsert
         with watch.phase("register"):
             register(spark, config, spec.table)
-    return {"rows": count, "max_source_position": reached, "kafka_timestamp_max": extent["kafka"].timestamp(),
-            "upsert_ended_at": time.time(), "seconds": watch.seconds}
+    summary = {"rows": count, "max_source_position": reached, "kafka_timestamp_max": extent["kafka"].timestamp(),
+               "upsert_ended_at": time.time(), "seconds": watch.seconds}
+    if extent["truncated_at"] is not None:
+        summary["truncate" if truncated_at is not None else "truncate_ignored"] = int(extent["truncated_at"])
+    return summary
+
+
+def kafka_named(rows: DataFrame) -> DataFrame:
+    """Kafka's columns as silver names them."""
+    return rows.withColumnRenamed("offset", "_kafka_offset").withColumnRenamed("partition", "_kafka_partition") \
+        .withColumnRenamed("timestamp", "_kafka_timestamp").drop("topic", "_schema_id")
+
+
+def truncated(spark: SparkSession, config: JobConfig, spec: TableSpec, rows: DataFrame | None, truncates: DataFrame,
+              at) -> DataFrame | None:
+    """The batch's rows (latest per key; None if it changed no row) after a truncate at source position `at`, the
+    batch's last: a key whose latest change lies before it, and every live row of silver not changed in the batch,
+    becomes a deleted row carrying its last values, written at the truncate's position and Kafka coordinates with
+    `__op='t'`. Changes after the truncate apply as they are."""
+    position = F.lit(str(at)).cast(truncates.schema["_source_position"].dataType)
+    event = truncates.filter(F.col("_source_position") == position).select(*TRUNCATE_COORDINATES).first()
+
+    def deleted(frame: DataFrame) -> DataFrame:
+        marks = {"_source_position": position, "__op": F.lit(TRUNCATE), "__deleted": F.lit("true")}
+        marks |= {name: F.lit(event[name]).cast(truncates.schema[name].dataType) for name in TRUNCATE_COORDINATES}
+        return frame.withColumns(marks)
+
+    parts = [] if rows is None else [rows.filter(F.col("_source_position") > position),
+                                     deleted(rows.filter(F.col("_source_position") < position))]
+    stored = live_silver_rows(spark, config.silver_path(spec.table))
+    if stored is not None:
+        untouched = stored.filter(F.col("_source_position") < position)
+        if rows is not None:
+            untouched = untouched.join(rows.select(*spec.key), list(spec.key), "left_anti")
+        parts.append(deleted(untouched))
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts) if parts else None
+
+
+def live_silver_rows(spark: SparkSession, path: str) -> DataFrame | None:
+    """The live rows of a silver table in its own columns (no Hudi metadata), or None if it has no commit yet."""
+    timeline, fs = hadoop_path(spark, f"{path}/.hoodie")
+    if not fs.exists(timeline):
+        return None
+    stored = spark.read.format("hudi").load(path)
+    stored = stored.drop(*[name for name in stored.columns if name.startswith("_hoodie_")])
+    return stored.filter(F.col("__deleted").isNull() | (F.col("__deleted") != F.lit("true")))
 
 
 BUCKETED_FILE = re.compile(r"^\.?(\d{8})-")  # a bucket-index file group's base or log file: its bucket number first

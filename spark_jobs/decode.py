@@ -17,10 +17,12 @@ from pyspark.sql import Column, DataFrame, functions as F
 from pyspark.sql.types import IntegerType, LongType, StructType
 from pyspark.sql.avro.functions import from_avro
 
-from spark_jobs.avro_schema import epoch_fields
+from spark_jobs.avro_schema import epoch_fields, is_envelope
 from spark_jobs.job_config import REGISTRY_RETRY_PAUSES
 
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]
+# The source fields a flattened event carries as `__<name>` that make up its position (`source_position`).
+POSITION_FIELDS = ("lsn", "file", "pos", "row", "commit_lsn", "change_lsn", "event_serial_no")
 # Binlog and SQL Server positions are integers of up to 38 digits. The harness folds them on its own
 # (`sandbox/sources/positions.py`); tests/unit/test_positions.py keeps the two in step.
 WIDE_POSITION = "decimal(38,0)"
@@ -176,11 +178,13 @@ def _read(decoded: DataFrame, record: str) -> Column:
 
 def _merged(records: DataFrame, known: list[tuple[int, str]]) -> DataFrame:
     """The decoded records as columns: a column any version has, in the order the versions add them, holds the
-    value from the row's own version (Spark widens a type that changed between versions)."""
+    value from the row's own version (Spark widens a type that changed between versions). A Debezium envelope (a
+    truncate, which the connectors leave unflattened) gives its operation and source position only."""
     columns: dict[str, list[Column]] = {}
     for schema_id, schema in known:
         fields = records.schema[_record_column(schema_id)].dataType
-        for name, value in _typed_fields(fields, schema, _record_column(schema_id)).items():
+        flatten = _envelope_fields if is_envelope(schema) else _typed_fields
+        for name, value in flatten(fields, schema, _record_column(schema_id)).items():
             columns.setdefault(name, []).append(value)
     return records.select(*KAFKA_COLUMNS, "_schema_id", *[
         (values[0] if len(values) == 1 else F.coalesce(*values)).alias(name) for name, values in columns.items()])
@@ -196,6 +200,15 @@ def _typed_fields(fields: StructType, schema_json: str, record: str | None = Non
         # A field that is no number came from from_avro as a date or timestamp already (an Avro logical type).
         is_epoch = f.name in units and isinstance(f.dataType, (IntegerType, LongType))
         typed[f.name] = _from_epoch(name, units[f.name]) if is_epoch else F.col(name)
+    return typed
+
+
+def _envelope_fields(fields: StructType, schema_json: str, record: str) -> dict[str, Column]:
+    """A Debezium envelope's operation and source position, named as the flattened events name them."""
+    source = fields["source"].dataType.fieldNames() if "source" in fields.fieldNames() else []
+    typed = {"__op": F.col(f"`{record}`.`op`")}
+    for name in (f for f in POSITION_FIELDS if f in source):
+        typed[f"__{name}"] = F.col(f"`{record}`.`source`.`{name}`")
     return typed
 
 

@@ -11,6 +11,9 @@ A JSON file (`--config`) holds:
   table_type                               COPY_ON_WRITE (default) or MERGE_ON_READ
   compaction_delta_commits                 MERGE_ON_READ: compact inline after this many delta commits
   hard_deletes                             drop deleted rows instead of keeping them as soft deletes
+  ignore_truncates                         leave a table's rows in silver when its source table is truncated
+                                           (default false: a truncate deletes every row live before it); the
+                                           batch summary names each truncate ignored
   trigger_seconds                          micro-batch interval of --continuous
   retain_commits                           clean file versions older than this many commits (default: keep all)
   buckets                                  file groups per silver table (Hudi's bucket index; fixed when a
@@ -61,6 +64,7 @@ class JobConfig:
     table_type: str = "COPY_ON_WRITE"
     compaction_delta_commits: int = 3
     hard_deletes: bool = False
+    ignore_truncates: bool = False
     trigger_seconds: float = 2.0
     retain_commits: int | None = None
     buckets: int = 1

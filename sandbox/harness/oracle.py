@@ -72,6 +72,7 @@ class Recorded:
     state: dict[tuple, tuple]
     changed: set[tuple]  # keys with a change event since the table's previous recorded commit
     deleted: dict[tuple, tuple] = field(default_factory=dict)  # soft-deleted keys seen deleted: their last values
+    truncated: set[tuple] = field(default_factory=set)  # those of `deleted` a truncate deleted
     # Keys whose events Kafka delivered again since that commit (Debezium re-sends after a crash), not changed:
     # an incremental read may hold them, with unchanged values.
     redelivered: set[tuple] = field(default_factory=set)
@@ -102,7 +103,9 @@ class Oracle:
         self.shapes: dict[str, Shape] = {}
         self.states: dict[str, dict[tuple, tuple]] = {}
         self.deleted: dict[str, dict[tuple, tuple]] = {}  # table -> key -> the values its delete carried
-        self.pending: dict[str, set[tuple]] = {}
+        self.truncated: dict[str, set[tuple]] = {}  # table -> the deleted keys a truncate deleted
+        self.pending: dict[str, set[tuple]] = {}  # table -> keys changed since its last round, read from the source
+        self.settled: dict[str, set[tuple]] = {}  # table -> keys changed since then whose state is known already
         self.recorded: dict[str, list[Recorded]] = {}
         self.next_seq = mutator.journal.next_seq()
         self.registry = RegistryClient(settings.registry_api_url)
@@ -129,8 +132,10 @@ class Oracle:
         for table in new:
             self.shapes[table] = Shape(get_table(table))
             self.pending[table] = set()
+            self.settled[table] = set()
             self.recorded[table] = []
             self.deleted[table] = {}
+            self.truncated[table] = set()
         for table in new:
             self.states[table] = self._source_rows(table)
         return self.round(label)
@@ -235,7 +240,8 @@ class Oracle:
                 if previous is not None:
                     self._check_changes(previous, entry)
             source = {latest.shape.key_of(row): row for row in source_rows.result()}
-        self._check("snapshot vs source", latest, snapshot, latest.state if source == latest.state else source)
+        agrees = latest.shape.without_dropped(source) == latest.shape.without_dropped(latest.state)
+        self._check("snapshot vs source", latest, snapshot, latest.state if agrees else source)
         return snapshot.batches
 
     # --- the expected state --------------------------------------------------------------------------------
@@ -255,6 +261,14 @@ class Oracle:
             if change.kind == "add_column":
                 self._add_column(change)
                 continue
+            if change.kind == "drop_column":
+                shape = self.shapes[change.table]
+                self.shapes[change.table] = replace(shape, dropped=shape.dropped | {change.values["column"]})
+                continue
+            if change.kind == "truncate":
+                targets[change.table] = position_floor(change.position)
+                self._truncate(change, removed.pop(change.table, {}))
+                continue
             if change.debezium_ops:
                 targets[change.table] = position_floor(change.position)
                 if change.kind in ("delete", "update_key"):
@@ -266,6 +280,27 @@ class Oracle:
             if keys and table in targets:
                 self._refresh(table, keys, removed.get(table, {}))
         return targets
+
+    def _truncate(self, change: Change, removed: dict[tuple, dict | None]) -> None:
+        """Every row the table held at the truncate becomes deleted with its values (the journal recorded them);
+        keys changed before it in the round and gone by then keep the values their delete carried."""
+        table, shape = change.table, self.shapes[change.table]
+        state, deleted, truncated = self.states[table], self.deleted[table], self.truncated[table]
+        held = {shape.key_of(row): row for row in map(shape.from_journal, change.removed or [])}
+        for key in self.pending[table] - held.keys():
+            state.pop(key, None)
+            if removed.get(key) is not None:
+                deleted[key] = shape.from_journal(removed[key])
+                truncated.discard(key)
+        for key, row in held.items():
+            state.pop(key, None)
+            deleted[key] = row
+            truncated.add(key)
+        for key in list(state):  # rows the truncate removed that the journal did not list (another writer's)
+            deleted[key] = state.pop(key)
+            truncated.add(key)
+        self.settled[table] |= self.pending[table] | held.keys()
+        self.pending[table] = set()
 
     def _key(self, table: str, key: dict) -> tuple:
         return tuple(key[k] for k in self.shapes[table].table.primary_key)
@@ -326,10 +361,11 @@ class Oracle:
     def _add_column(self, change: Change) -> None:
         shape = self.shapes[change.table]
         name, logical = change.values["column"], change.values["type"]
-        if name in shape.columns:
+        if name in shape.columns:  # added again after a drop: existing rows keep what silver holds
+            self.shapes[change.table] = replace(shape, dropped=shape.dropped - {name})
             return
         column = added_column(name, logical)
-        self.shapes[change.table] = Shape(replace(shape.table, columns=(*shape.table.columns, column)))
+        self.shapes[change.table] = replace(shape, table=replace(shape.table, columns=(*shape.table.columns, column)))
         self.states[change.table] = {k: (*row, None) for k, row in self.states[change.table].items()}
         self.deleted[change.table] = {k: (*row, None) for k, row in self.deleted[change.table].items()}
 
@@ -338,14 +374,17 @@ class Oracle:
         delete journaled without them, by an older version of the harness, leaves the deleted row unchecked)."""
         state, deleted, shape = self.states[table], self.deleted[table], self.shapes[table]
         fresh = self._source_rows(table, keys)
+        truncated = self.truncated[table]
         for key in keys:
             if key in fresh:
                 state[key] = fresh[key]
                 deleted.pop(key, None)
+                truncated.discard(key)
                 continue
             state.pop(key, None)
             if removed.get(key) is not None:
                 deleted[key] = shape.from_journal(removed[key])
+                truncated.discard(key)
 
     def _source_rows(self, table: str, keys: set[tuple] | None = None) -> dict[tuple, tuple]:
         shape = self.shapes[table]
@@ -354,9 +393,11 @@ class Oracle:
         return {shape.key_of(row): row for row in rows}
 
     def _record(self, table: str, label: str, commit: Commit) -> Recorded:
-        entry = Recorded(table, label, commit, self.shapes[table], dict(self.states[table]), set(self.pending[table]),
-                         dict(self.deleted[table]), self.redelivered.pop(table, set()) - self.pending[table])
-        self.pending[table] = set()
+        changed = self.pending[table] | self.settled[table]
+        entry = Recorded(table, label, commit, self.shapes[table], dict(self.states[table]), changed,
+                         dict(self.deleted[table]), set(self.truncated[table]),
+                         self.redelivered.pop(table, set()) - changed)
+        self.pending[table], self.settled[table] = set(), set()
         self.recorded[table].append(entry)
         self.stats.tables.add(table)
         return entry
@@ -399,7 +440,8 @@ class Oracle:
             elif what.startswith("snapshot"):
                 self.stats.snapshots += 1
         expectation = Expectation(entry.shape, expected, self.mutator.placement(entry.table).dialect,
-                                  deleted=entry.deleted, live_keys=entry.state.keys(), live_only=live_only,
+                                  deleted=entry.deleted, truncated=entry.truncated, live_keys=entry.state.keys(),
+                                  live_only=live_only,
                                   unchanged=unchanged or {}, hard_deletes=self.pipeline.config.hard_deletes,
                                   arrow_tables=entry.arrow_tables if expected is entry.state else {})
         judge(self._where(what, entry), expectation, batches_by_reader,
@@ -472,7 +514,7 @@ def reread_from(floor: dict[int, int], previous: Commit, since: list[Commit], ba
 
 def read_source(settings: Settings, placement: Placement, shape: Shape, keys: set[tuple] | None = None) -> list[tuple]:
     """The source table's rows in the compared columns (all rows, or those with the given keys)."""
-    columns = ", ".join(quote(placement.dialect, c) for c in shape.columns)
+    columns = ", ".join(quote(placement.dialect, c) for c in shape.source_columns)
     sql = f"SELECT {columns} FROM {placement.name}"
     params: tuple = ()
     if keys is not None:
@@ -484,4 +526,4 @@ def read_source(settings: Settings, placement: Placement, shape: Shape, keys: se
     with table_connection(settings, placement) as conn:
         with conn.cursor() as cur:
             cur.execute(sql, params)
-            return [shape.normalize(row) for row in cur.fetchall()]
+            return [shape.from_source(row) for row in cur.fetchall()]

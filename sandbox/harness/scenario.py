@@ -24,7 +24,7 @@ from tickit_data.schema import BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLIN
 
 TOP_LEVEL = {"name", "description", "tables", "source", "job", "given", "steps"}
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits"}
-CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column"}
+CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "truncate"}
 STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
                              "registry_outage", "grow_topic"}
 TABLE_NAMES = {t.name for t in TABLES}
@@ -93,11 +93,16 @@ class Scenario:
     name: str
     description: str
     tables: list[str]
-    job: dict
+    jobs: list[dict]  # the job options it runs under: each a run of its own over the same steps
     given: dict[str, list[dict]]
     steps: list[Step]
     labels: list[str] = field(default_factory=list)
     source: str | None = None  # runs only where this source holds the tables itself, not a stand-in
+
+    @property
+    def job(self) -> dict:
+        """The first job's options (the only one's, in most files)."""
+        return self.jobs[0]
 
 
 def load(path: Path) -> Scenario:
@@ -121,7 +126,8 @@ def load(path: Path) -> Scenario:
 class _Validator:
     def __init__(self, path: Path):
         self.path = path
-        self.added: dict[str, set[str]] = {}
+        self.added: dict[str, set[str]] = {}  # columns the steps so far added and did not drop
+        self.silver_has: dict[str, set[str]] = {}  # columns the steps so far added, dropped or not (silver keeps them)
 
     def fail(self, where, reason: str, key=None):
         line = getattr(where, "key_lines", {}).get(key) if key is not None else None
@@ -143,10 +149,7 @@ class _Validator:
             self.table_name(raw, table, "tables")
         if "source" in raw:
             self.source(raw, tables)
-        job = raw.get("job") or {}
-        for key in job:
-            if key not in JOB_OPTIONS:
-                self.fail(job, f"unknown job option {key!r}; allowed: {', '.join(sorted(JOB_OPTIONS))}", key)
+        jobs = self.jobs(raw)
         given = raw.get("given") or {}
         if not isinstance(given, dict):
             self.fail(raw, "given is a mapping of table names to lists of rows", "given")
@@ -159,10 +162,25 @@ class _Validator:
         if not isinstance(raw["steps"], list) or not raw["steps"]:
             self.fail(raw, "steps must be a non-empty list", "steps")
         steps = [self.step(step, tables) for step in raw["steps"]]
-        self.outages_have_a_batch(steps, bool(job.get("continuous")))
+        for job in jobs:
+            self.outages_have_a_batch(steps, bool(job.get("continuous")))
         labels = [s.args["label"] for s in steps if s.kind == "check"]
         return Scenario(self.path, str(raw["name"]), str(raw.get("description", "")).strip(), list(tables),
-                        dict(job), {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"))
+                        jobs, {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"))
+
+    def jobs(self, raw) -> list[dict]:
+        """`job`: one mapping of job options, or a list of them (the scenario runs under each)."""
+        given = raw.get("job") or {}
+        jobs = given if isinstance(given, list) else [given]
+        if not jobs:
+            self.fail(raw, "job is a mapping of job options, or a non-empty list of them", "job")
+        for job in jobs:
+            if not isinstance(job, dict):
+                self.fail(raw, "job is a mapping of job options, or a list of them", "job")
+            for key in job:
+                if key not in JOB_OPTIONS:
+                    self.fail(job, f"unknown job option {key!r}; allowed: {', '.join(sorted(JOB_OPTIONS))}", key)
+        return [dict(job) for job in jobs]
 
     def source(self, raw, tables: list[str]) -> None:
         topology = load_topology()  # as declared, before any stand-in takes tables over
@@ -181,10 +199,11 @@ class _Validator:
         return table
 
     def row(self, row, table: str, full: bool = False, only_key: bool = False, with_key: bool = False) -> None:
+        """`with_key`: an expected row of silver, which may name dropped columns too."""
         if not isinstance(row, dict) or not row:
             self.fail(row, f"expected a mapping of {table} columns to values")
         schema = get_table(table)
-        known = set(schema.column_names) | self.added.get(table, set())
+        known = set(schema.column_names) | (self.silver_has if with_key else self.added).get(table, set())
         for column in row:
             if column not in known:
                 self.fail(row, f"{table} has no column {column!r}", column)
@@ -212,8 +231,9 @@ class _Validator:
             if not isinstance(args, list) or not args:
                 self.fail(raw, "a transaction is a list of changes", kind)
             changes = [self.step(item, tables) for item in args]
-            if any(c.kind not in CHANGE_KINDS for c in changes):
-                self.fail(args, f"a transaction holds changes only: {', '.join(sorted(CHANGE_KINDS))}")
+            if any(c.kind not in CHANGE_KINDS - {"truncate"} for c in changes):
+                self.fail(args, "a transaction holds changes only, and no truncate: "
+                                f"{', '.join(sorted(CHANGE_KINDS - {'truncate'}))}")
             return Step(kind, {"changes": changes}, line)
         if kind == "check":
             return Step(kind, self.check(args, tables, raw), line)
@@ -235,7 +255,7 @@ class _Validator:
                     raise ScenarioError(self.path, step.line, "registry_outage runs the job once over the changes "
                                                               f"since the previous check, but {reason}")
             paused = {"pause": True, "resume": False}.get(step.kind, paused)
-            evented = step.kind in CHANGE_KINDS - {"add_column"} | {"transaction", "grow_topic"}  # DDL has no event
+            evented = step.kind in CHANGE_KINDS - {"add_column", "drop_column"} | {"transaction", "grow_topic"}
             changed = evented or (changed and step.kind != "check")
 
     def change(self, kind: str, args, tables: list[str], where) -> dict:
@@ -243,7 +263,8 @@ class _Validator:
             self.fail(where, f"{kind} needs a table", kind)
         table = self.table_name(args, args["table"], "table", allowed=tables)
         required = {"insert": ["row"], "update": ["key", "set"], "delete": ["key"], "update_key": ["key", "new_key"],
-                    "add_column": ["column", "type"], "grow_topic": ["set"]}[kind]
+                    "add_column": ["column", "type"], "drop_column": ["column"], "truncate": [],
+                    "grow_topic": ["set"]}[kind]
         allowed = {"table", *required}
         for key in args:
             if key not in allowed:
@@ -255,6 +276,13 @@ class _Validator:
             if args["type"] not in LOGICAL_TYPES:
                 self.fail(args, f"unknown column type {args['type']!r}; types: {', '.join(LOGICAL_TYPES)}", "type")
             self.added.setdefault(table, set()).add(args["column"])
+            self.silver_has.setdefault(table, set()).add(args["column"])
+            return dict(args)
+        if kind == "drop_column":  # TICKIT's own columns stay, for the tests that run after
+            if args["column"] not in self.added.get(table, set()):
+                self.fail(args, f"drop_column drops a column an earlier add_column of {table} added, not "
+                                f"{args['column']!r}", "column")
+            self.added[table].discard(args["column"])
             return dict(args)
         for key in ("key", "new_key"):
             if key in args:
@@ -318,13 +346,30 @@ def unavailable(scenario: Scenario, settings) -> str | None:
             "SQL Server: set SANDBOX_MSSQL_DSN or run the compose backend")
 
 
-def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lambda line: None) -> ScenarioResult:
-    """Play the scenario against the sandbox on `pipeline` (a fresh lake over the scenario's tables)."""
+def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lambda line: None,
+        job: dict | None = None) -> ScenarioResult:
+    """Play the scenario against the sandbox on `pipeline` (a fresh lake over the scenario's tables, written under
+    `job`, one of its jobs: the first by default)."""
+    job = scenario.job if job is None else job
     say(f"scenario: {scenario.name}")
-    give(scenario, mutator)
-    if scenario.job.get("continuous"):
-        pipeline.start_continuous()
-    oracle.track(scenario.tables, label="given")
+    emptied = {table: mutator.rows(table) for table in _truncated_tables(scenario)}
+    try:
+        give(scenario, mutator)
+        if job.get("continuous"):
+            pipeline.start_continuous()
+        oracle.track(scenario.tables, label="given")
+        expectations = _play_steps(scenario, pipeline, mutator, oracle, say)
+        oracle.verify_history()
+        for step, recorded in expectations:  # every expectation again, by time travel to its commit
+            _expect(step, oracle, recorded, time_travel=True)
+    finally:
+        for table, rows in emptied.items():  # the tables it truncated hold their rows again for later tests
+            mutator.restore(table, rows)
+    count = sum(len(rows) for step, _ in expectations for spec in step.args["expect"].values() for rows in spec.values())
+    return ScenarioResult(scenario.name, len(scenario.labels), count)
+
+
+def _play_steps(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say) -> list:
     expectations = []
     for step in scenario.steps:
         say(f"  line {step.line}: {step.kind}")
@@ -334,11 +379,11 @@ def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lamb
             raise ScenarioError(scenario.path, step.line, f"{step.kind} failed: {exc.message}") from exc
         if outcome:
             expectations.append((step, outcome))
-    oracle.verify_history()
-    for step, recorded in expectations:  # every expectation again, by time travel to its commit
-        _expect(step, oracle, recorded, time_travel=True)
-    count = sum(len(rows) for step, _ in expectations for spec in step.args["expect"].values() for rows in spec.values())
-    return ScenarioResult(scenario.name, len(scenario.labels), count)
+    return expectations
+
+
+def _truncated_tables(scenario: Scenario) -> list[str]:
+    return sorted({step.args["table"] for step in scenario.steps if step.kind == "truncate"})
 
 
 def give(scenario: Scenario, mutator: Mutator) -> None:
@@ -449,6 +494,10 @@ def _change(mutator: Mutator, kind: str, args: dict) -> None:
         mutator.update_key(table, args["key"], args["new_key"])
     elif kind == "add_column":
         mutator.add_column(table, args["column"], args["type"])
+    elif kind == "drop_column":
+        mutator.drop_column(table, args["column"])
+    elif kind == "truncate":
+        mutator.truncate(table)
 
 
 def _typed(shape, column: str, value):

@@ -13,19 +13,27 @@ class ScenarioFile(pytest.File):
             spec = scenarios.load(self.path)
         except scenarios.ScenarioError as exc:
             raise self.CollectError(exc.message) from exc
-        item = pytest.Function.from_parent(self, name=spec.name, callobj=_scenario_test(spec))
-        item.add_marker(pytest.mark.e2e)
-        item.add_marker(pytest.mark.slow)
-        yield item
+        for job in spec.jobs:
+            name = spec.name if len(spec.jobs) == 1 else f"{spec.name} [{job_label(job)}]"
+            item = pytest.Function.from_parent(self, name=name, callobj=_scenario_test(spec, job))
+            item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.slow)
+            yield item
 
 
-def _scenario_test(spec: scenarios.Scenario):
+def job_label(job: dict) -> str:
+    """e.g. `continuous, MERGE_ON_READ, hard_deletes`."""
+    parts = ["continuous" if job.get("continuous") else "run once", job.get("table_type", "COPY_ON_WRITE")]
+    return ", ".join(parts + [f"{k}={v}" for k, v in job.items() if k not in ("continuous", "table_type")])
+
+
+def _scenario_test(spec: scenarios.Scenario, job: dict):
     def test_scenario(pipeline_factory, oracle_factory, mutator):
         if reason := scenarios.unavailable(spec, mutator.settings):
             pytest.skip(reason)
-        job = {k: v for k, v in spec.job.items() if k != "continuous"}
-        pipeline = pipeline_factory(only=spec.tables, **job)
-        scenarios.run(spec, pipeline, mutator, oracle_factory(pipeline))
+        options = {k: v for k, v in job.items() if k != "continuous"}
+        pipeline = pipeline_factory(only=spec.tables, **options)
+        scenarios.run(spec, pipeline, mutator, oracle_factory(pipeline), job=job)
 
     test_scenario.__doc__ = spec.description
     return test_scenario

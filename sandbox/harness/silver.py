@@ -22,7 +22,6 @@ import pyarrow.compute as pc
 from sandbox.harness.timeline import Commit
 from sandbox.sources.normalize import normalize_column, row_normalizer
 from spark_jobs import queries
-from tickit_data.ddl import MYSQL
 from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table
 
 Rows = dict[tuple, "tuple | None"]
@@ -34,10 +33,29 @@ class Shape:
     """What is compared of a table: its columns (the schema's plus any added while the test ran) and its key."""
 
     table: Table
+    dropped: frozenset[str] = frozenset()  # columns dropped from the source, which silver keeps
 
     @property
     def name(self) -> str:
         return self.table.name
+
+    @property
+    def source_columns(self) -> list[str]:
+        """The columns the source still has."""
+        return [c for c in self.columns if c not in self.dropped]
+
+    def from_source(self, values) -> tuple:
+        """A source row in `source_columns` as a compared row: a dropped column reads NULL."""
+        present = iter(values)
+        return self.normalize([None if c in self.dropped else next(present) for c in self.columns])
+
+    def without_dropped(self, rows: "Rows") -> "Rows":
+        """Rows with the dropped columns blanked: what the source can still tell of them."""
+        if not self.dropped:
+            return rows
+        blank = [i for i, c in enumerate(self.columns) if c in self.dropped]
+        return {key: None if row is None else tuple(None if i in blank else v for i, v in enumerate(row))
+                for key, row in rows.items()}
 
     @property
     def columns(self) -> list[str]:
@@ -190,8 +208,9 @@ def _values(shape: Shape, table: pa.Table, name: str) -> list:
 
 def arrow_type(column: Column, dialect: str) -> pa.DataType:
     """The type a silver column must have, as both readers give it: what Debezium's Avro and the job make of the
-    source type. Avro has no 16-bit integer, so smallint arrives as int; MySQL's boolean is tinyint(1), captured as
-    an integer; times are UTC microseconds."""
+    source type. Avro has no 16-bit integer, so smallint arrives as int; MySQL's boolean is tinyint(1), which the
+    connectors capture as a boolean however they learned the column (`fixtures/connectors/mariadb.json`); times are
+    UTC microseconds."""
     if column.type in (INT, SMALLINT):
         return pa.int32()
     if column.type == STR:
@@ -202,7 +221,7 @@ def arrow_type(column: Column, dialect: str) -> pa.DataType:
         return pa.date32()
     if column.type == TIMESTAMP:
         return pa.timestamp("us", tz="UTC")
-    return pa.int32() if dialect == MYSQL else pa.bool_()
+    return pa.bool_()
 
 
 def wrong_types(shape: Shape, schema: pa.Schema, dialect: str) -> list[str]:

@@ -48,6 +48,7 @@ class Expectation:
     rows: Rows  # the live rows by key; with `live_only` False also deleted keys, as None
     dialect: str  # of the source engine: the column types follow from it
     deleted: dict[tuple, tuple] = field(default_factory=dict)  # soft-deleted keys the oracle saw deleted: last values
+    truncated: Collection[tuple] = ()  # those of `deleted` that a truncate deleted (`__op='t'`, not 'd')
     live_keys: Collection[tuple] = ()  # keys the source holds now
     live_only: bool = True  # a snapshot (live rows only), or a range of changes (deleted rows too)
     unchanged: Rows = field(default_factory=dict)  # re-delivered keys the read may hold besides `rows`, as they are
@@ -104,8 +105,8 @@ def check_keys_and_types(where: str, expected: Expectation, reads: dict[str, lis
 
 
 def check_deleted_rows(where: str, expected: Expectation, reads: dict[str, list]) -> None:
-    """Soft deletes: each key the oracle saw deleted is held as a deleted row (`__deleted='true'`, `__op='d'`)
-    with the values its delete carried (a key deleted before the oracle began is not known, so not checked).
+    """Soft deletes: each key the oracle saw deleted is held as a deleted row (`__deleted='true'`, `__op='d'`, or
+    't' where a truncate deleted it) with the values its delete carried (a key deleted before the oracle began is not known, so not checked).
     Hard deletes: no read holds a deleted row at all. A range of changes is checked on the keys it covers."""
     hard = expected.hard_deletes
     covered = None if expected.live_only else set(expected.rows)
@@ -116,7 +117,8 @@ def check_deleted_rows(where: str, expected: Expectation, reads: dict[str, list]
         for key in sorted(set(deleted) | set(actual), key=repr):
             if hard or key in deleted or key in expected.live_keys:
                 problems += [f"  {name}: {line}" for line in
-                             deleted_row_problems(expected.shape, key, deleted.get(key), actual.get(key), hard)]
+                             deleted_row_problems(expected.shape, key, deleted.get(key), actual.get(key), hard,
+                                                  "t" if key in expected.truncated else "d")]
     if problems:
         raise OracleMismatch(where + "deleted rows:\n" + "\n".join(problems[:MAX_DIFF_LINES]))
 
@@ -156,7 +158,8 @@ def diff_rows(shape: Shape, expected: Rows, actual: Rows) -> list[str]:
     return lines
 
 
-def deleted_row_problems(shape: Shape, key: tuple, want: tuple | None, got: tuple | None, hard: bool) -> list[str]:
+def deleted_row_problems(shape: Shape, key: tuple, want: tuple | None, got: tuple | None, hard: bool,
+                         want_op: str = "d") -> list[str]:
     shown = ", ".join(f"{k}={v!r}" for k, v in zip(shape.table.primary_key, key))
     if hard:
         return [f"key {shown}: a soft-deleted row; with hard deletes a deleted key must be absent"]
@@ -167,8 +170,8 @@ def deleted_row_problems(shape: Shape, key: tuple, want: tuple | None, got: tupl
     row, op = got
     lines = [f"key {shown}: deleted row's column {c}: expected {a!r}, actual {b!r}"
              for c, a, b in zip(shape.columns, want, row) if a != b]
-    if op != "d":
-        lines.append(f"key {shown}: deleted row's __op: expected 'd', actual {op!r}")
+    if op != want_op:
+        lines.append(f"key {shown}: deleted row's __op: expected {want_op!r}, actual {op!r}")
     return lines
 
 

@@ -148,7 +148,16 @@ class ChangeReader:
         key = self.registry.decode(message.key())
         value = self.registry.decode(message.value())
         return ChangeEvent(message.topic(), message.partition(), message.offset(),
-                           key[1] if key else None, value[1] if value else None, value[0] if value else None)
+                           key[1] if key else None, flattened(value[1]) if value else None,
+                           value[0] if value else None)
+
+
+def flattened(value: dict) -> dict:
+    """An event's value as the connectors flatten row changes (`__op` and the source position as `__` fields); a
+    truncate, which they leave as Debezium's envelope, becomes its operation and source fields."""
+    if not {"op", "source", "before", "after"} <= value.keys():
+        return value
+    return {"__op": value["op"], **{f"__{name}": field for name, field in (value["source"] or {}).items()}}
 
 
 def close_soon(consumer: Consumer) -> None:

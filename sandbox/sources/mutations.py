@@ -29,7 +29,8 @@ from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAM
 
 KEY_LIMITS = {SMALLINT: 2**15 - 1, INT: 2**31 - 1}  # the largest key each key type holds
 # Debezium operations each mutation kind produces (a key update is a delete of the old key and a create).
-DEBEZIUM_OPS = {"insert": ["c"], "update": ["u"], "delete": ["d"], "update_key": ["d", "c"], "add_column": []}
+DEBEZIUM_OPS = {"insert": ["c"], "update": ["u"], "delete": ["d"], "update_key": ["d", "c"], "add_column": [],
+                "drop_column": [], "truncate": ["t"]}
 LOGICAL_TYPES = {"int": INT, "smallint": SMALLINT, "text": STR, "decimal": DECIMAL, "date": DATE,
                  "timestamp": TIMESTAMP, "bool": BOOL}
 
@@ -44,6 +45,7 @@ class Change:
     new_key: dict | None = None
     values: dict | None = None  # the row after the change (insert, update, update_key), JSON-safe; add_column: column, type
     before: dict | None = None  # the row a delete or key update removed: what Debezium's delete event carries
+    removed: list[dict] | None = None  # the rows a truncate removed
     position: dict = field(default_factory=dict)
     debezium_ops: list[str] = field(default_factory=list)
     at: str = ""
@@ -52,6 +54,8 @@ class Change:
         """Whether a flattened Debezium event (key, value with `__op` and position fields) is this change's `op`."""
         if op not in self.debezium_ops or event_value.get("__op") != op:
             return False
+        if op == "t":  # a truncate's event has no key
+            return position_in(self.position, event_value)
         key = self.key if op == "d" else (self.new_key or self.key)
         return event_key == key and position_in(self.position, event_value)
 
@@ -189,6 +193,24 @@ class Mutator:
         sql = _add_column_sql(p, column, sql_type, present=p.dialect == MYSQL and self._has_column(p, column))
         return self._apply(p, "add_column", {}, sql, (), added={"column": column, "type": logical_type})
 
+    def drop_column(self, table: str, column: str) -> Change:
+        """Drop a column (not a key column) from the source table; silver keeps it, NULL in rows written after."""
+        p = self.placement(table)
+        if column in p.table.primary_key:
+            raise SandboxError(f"{column} is a key column of {table}", "drop a column outside the primary key")
+        sql = _drop_column_sql(p, column, present=p.dialect != MYSQL or self._has_column(p, column))
+        return self._apply(p, "drop_column", {}, sql, (), added={"column": column})
+
+    def truncate(self, table: str) -> Change:
+        """Empty the table with TRUNCATE; the journal keeps the rows it removed (the oracle's deleted rows)."""
+        p = self.placement(table)
+        if p.dialect == SQLSERVER:
+            raise SandboxError(f"SQL Server refuses TRUNCATE on {p.name}: change data capture is enabled on it",
+                               "delete the rows instead")
+        if self._open is not None:
+            raise SandboxError("a truncate runs in a transaction of its own", "make it a step of its own")
+        return self._apply(p, "truncate", {}, f"TRUNCATE TABLE {p.name}", ())
+
     # --- seeded random batches -----------------------------------------------------------------------------
     def random_batch(self, count: int, seed: int, tables: list[str] | None = None) -> list[Change]:
         rng = random.Random(seed)
@@ -270,12 +292,14 @@ class Mutator:
         with table_connection(self.settings, p) as conn:
             before = current_position(conn, p.dialect)
             removed = self._removed_row(conn, p, kind, key)
+            emptied = self._all_rows(conn, p) if kind == "truncate" else None
             ops = self._execute(conn, p, kind, key, sql, params)
             conn.commit()
             after = current_position(conn, p.dialect)
-            values = self._read_row(conn, p, new_key or key) if kind not in ("delete", "add_column") else None
+            values = self._read_row(conn, p, new_key or key) if kind in ("insert", "update", "update_key") else None
         change = self._change(p, kind, key, new_key, ops)
         change.values, change.position, change.before = added or values, position_range(before, after), removed
+        change.removed = emptied
         self.journal.append(change)
         return change
 
@@ -301,7 +325,7 @@ class Mutator:
             affected = cur.rowcount
             if self.source_clock is not None:
                 _set_session_clock(cur, p.dialect, None)
-        if kind == "add_column" or affected == 1:
+        if kind in ("add_column", "drop_column", "truncate") or affected == 1:
             return list(DEBEZIUM_OPS[kind])
         if kind == "update" and affected == 0 and self._read_row(conn, p, key):
             return []  # MySQL counts only changed rows and logs no event for an update to the same values
@@ -323,6 +347,12 @@ class Mutator:
     def _removed_row(self, conn, p: Placement, kind: str, key: dict) -> dict | None:
         """The row a delete or key update is about to remove, read in its transaction."""
         return self._read_row(conn, p, key) if kind in ("delete", "update_key") else None
+
+    def _all_rows(self, conn, p: Placement) -> list[dict]:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM {p.name}")
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, values)) for values in cur.fetchall()]
 
     def _read_row(self, conn, p: Placement, key: dict) -> dict | None:
         where, params = self._where(p, key)
@@ -367,10 +397,7 @@ class Mutator:
         """Every source row of the table, by key."""
         p = self.placement(table)
         with table_connection(self.settings, p) as conn:
-            with conn.cursor() as cur:
-                cur.execute(f"SELECT * FROM {p.name}")
-                names = [d[0] for d in cur.description]
-                rows = [dict(zip(names, values)) for values in cur.fetchall()]
+            rows = self._all_rows(conn, p)
         return {tuple(row[c] for c in p.table.primary_key): row for row in rows}
 
     def restore(self, table: str, rows: dict[tuple, dict]) -> list[Change]:
@@ -432,6 +459,18 @@ def _add_column_sql(p: Placement, column: str, sql_type: str, present: bool = Fa
     if p.dialect == MYSQL:  # MySQL 8.0 has no ADD COLUMN IF NOT EXISTS (MariaDB has): the caller looks first
         return "DO 0" if present else f"ALTER TABLE {p.name} ADD COLUMN {name} {sql_type} NULL"
     return f"ALTER TABLE {p.name} ADD COLUMN IF NOT EXISTS {name} {sql_type} NULL"
+
+
+def _drop_column_sql(p: Placement, column: str, present: bool = True) -> str:
+    """The statement dropping the column, which does nothing where it is gone already."""
+    name = quote(p.dialect, column)
+    if p.dialect == SQLSERVER:  # the capture instance follows the table's new columns
+        return (f"IF COL_LENGTH(N'{p.name}', N'{column}') IS NOT NULL\nBEGIN\n"
+                f"ALTER TABLE {p.name} DROP COLUMN {name};\n"
+                f"{refresh_capture_instance_batch(p.captured.namespace, p.table.name)}\nEND")
+    if p.dialect == MYSQL:  # MySQL 8.0 has no DROP COLUMN IF EXISTS (MariaDB has): the caller looks first
+        return f"ALTER TABLE {p.name} DROP COLUMN {name}" if present else "DO 0"
+    return f"ALTER TABLE {p.name} DROP COLUMN IF EXISTS {name}"
 
 
 def added_column(name: str, logical_type: str) -> Column:
