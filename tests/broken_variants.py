@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -183,6 +183,17 @@ def registry_quarantine(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(cdc_hudi_job, "SchemaCache", QuarantiningSchemaCache)
 
 
+def ignores_truncates(patch: pytest.MonkeyPatch) -> None:
+    """Runs the job with `ignore_truncates` (as a job that knows inserts, updates and deletes only): a truncated
+    table keeps in silver every row the TRUNCATE removed."""
+    original = cdc_hudi_job.write_silver
+
+    def write_silver(spark, config, spec, changes, batch_id):
+        return original(spark, replace(config, ignore_truncates=True), spec, changes, batch_id)
+
+    patch.setattr(cdc_hudi_job, "write_silver", write_silver)
+
+
 def _cast(changes: DataFrame, columns: list[str], type_name: str) -> DataFrame:
     return changes.select(*[F.col(c).cast(type_name).alias(c) if c in columns else F.col(c) for c in changes.columns])
 
@@ -192,7 +203,8 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "offset-in-key": offset_in_key, "widened-integers": widened_integers,
             "insert-not-upsert": insert_not_upsert, "zone-shifted-times": zone_shifted_times,
             "money-as-double": money_as_double, "dropped-added-column": dropped_added_column,
-            "empty-deletes": empty_deletes, "registry-quarantine": registry_quarantine}
+            "empty-deletes": empty_deletes, "registry-quarantine": registry_quarantine,
+            "ignores-truncates": ignores_truncates}
 
 
 def break_job(name: str) -> pytest.MonkeyPatch:

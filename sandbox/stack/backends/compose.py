@@ -103,7 +103,8 @@ def env_values(settings: Settings) -> dict[str, str]:
         who = login(settings, db, role)
         values[f"{db.upper()}_{label}_USER"] = who.user
         values[f"{db.upper()}_{label}_PASSWORD"] = who.password
-    values |= {"SANDBOX_METASTORE_JARS": str(jvm.artifacts_dir(settings) / "metastore"),
+    values |= {"SANDBOX_CONNECT_TRUNCATES": str(jvm.artifacts_dir(settings) / "connect-plugins" / "sandbox-truncates"),
+               "SANDBOX_METASTORE_JARS": str(jvm.artifacts_dir(settings) / "metastore"),
                "SANDBOX_METASTORE_SCHEMA": str(schema_dir(settings)),
                "SANDBOX_METASTORE_CONF": str(metastore_conf_dir(settings))}
     return values
