@@ -401,12 +401,13 @@ def _run_sql(spark, statement: str, limit: int, show) -> bool:
     from pyspark.errors import PySparkException
 
     from sandbox.harness import catalog_sql
+    from spark_jobs.failures import cause_line
 
     started = time.monotonic()
     try:
         result = catalog_sql.run(spark, statement, limit)
     except (PySparkException, Py4JJavaError) as exc:
-        show(statement, None, (str(exc).strip().splitlines() or [type(exc).__name__])[0], 0)
+        show(statement, None, cause_line(exc), 0)
         return False
     show(statement, result, None, time.monotonic() - started)
     return True

@@ -24,6 +24,7 @@ import re
 import sys
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import reduce
@@ -36,6 +37,7 @@ from pyspark import inheritable_thread_target  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window, functions as F  # noqa: E402
 
 from spark_jobs.decode import SchemaCache, decode, schema_pairs, source_position  # noqa: E402
+from spark_jobs.failures import cause_line  # noqa: E402
 from spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
 from spark_jobs.session import spark_session  # noqa: E402
 
@@ -397,7 +399,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = JobConfig.read(args.config)
     spark = spark_session(config)
-    run(spark, config, once=args.once, report=lambda line: print(line, flush=True))
+    try:
+        run(spark, config, once=args.once, report=lambda line: print(line, flush=True))
+    except Exception as exc:  # noqa: BLE001 - the cause in one line on stdout, the stack trace in the log
+        print(json.dumps({"failed": cause_line(exc)}), flush=True)
+        traceback.print_exc()
+        return 1
     return 0
 
 

@@ -30,6 +30,7 @@ from pyspark.errors import StreamingQueryException
 from sandbox.errors import SandboxError
 from sandbox.harness import scenario as scenarios
 from sandbox.sources.mutations import added_column, random_value
+from spark_jobs.failures import cause_line
 from tickit_data.schema import BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, TIMESTAMP, Column, Table, get_table
 
 FUZZ_KEY_BASE = {SMALLINT: 30_000, INT: 2_000_000_000}  # above every TICKIT key
@@ -340,7 +341,7 @@ def settle(failure: Failure, replay: Replay, deadline: float, reports: Path, see
     reproduced = replay(failure.raw)
     smallest = shrink(failure.raw, replay, deadline, say, most_shrinks) if reproduced else failure.raw
     kind = signature(failure.error)
-    first_line = next(iter(str(failure.error).strip().splitlines()), "")
+    first_line = cause_line(failure.error)
     path = reports / f"seed-{seed}-example-{failure.number}.yaml"
     write({**smallest, "description": f"Found by the fuzzer (seed {seed}, example {failure.number}): {kind}: "
                                       f"{first_line}"}, path)

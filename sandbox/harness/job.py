@@ -160,6 +160,8 @@ def describe_summary(line: str) -> str | None:
         summary = json.loads(line)
     except ValueError:
         return None
+    if isinstance(summary, dict) and "failed" in summary:
+        return f"job failed: {summary['failed']}"
     if not isinstance(summary, dict) or "batch_id" not in summary:
         return None
     if summary.get("empty"):

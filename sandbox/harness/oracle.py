@@ -23,19 +23,24 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
+
 from sandbox.config import Settings
 from sandbox.harness.silver import Rows, RustSilver, Shape, SparkSilver
 from sandbox.harness.timeline import Commit
-from sandbox.harness.verdict import Expectation, judge
+from sandbox.harness.verdict import Expectation, UnreadableSilver, judge
 from sandbox.sources.changes import ChangeReader, end_offsets
 from sandbox.sources.mutations import Change, Mutator, added_column
 from sandbox.sources.positions import position_floor
 from sandbox.sources.registry import RegistryClient
 from sandbox.stack.databases import Placement, table_connection
+from spark_jobs.failures import cause_line
 from tickit_data.ddl import quote
 from tickit_data.schema import get_table
 
 TABLE_CHECK_THREADS = 4
+HUDI_RS_ERROR = "HudiCoreError"  # what hudi-rs raises (its module does not export the class)
 
 
 class NotOneBatch(AssertionError):
@@ -432,7 +437,7 @@ class Oracle:
         with ThreadPoolExecutor(len(readers)) as pool:  # Spark works in its JVM meanwhile
             reads = {reader.name: pool.submit(_timed, read, reader) for reader in readers}
             for name, future in reads.items():
-                batches_by_reader[name], seconds = future.result()
+                batches_by_reader[name], seconds = _read_or_name_why(future, self._where(what, entry), name)
                 self._count_read(name, seconds, len(expected))
         with STATS_LOCK:
             if what.startswith("time travel"):
@@ -491,6 +496,16 @@ def _each_table(check, entries: list, size) -> list:
 def _history_size(entries: list[Recorded]) -> int:
     """Rows a table's history check reads: its recorded states'."""
     return sum(len(entry.state) for entry in entries)
+
+
+def _read_or_name_why(future, where: str, reader: str):
+    """A reader's result; its failure (an error of Spark, py4j or hudi-rs) as `UnreadableSilver`, in one line."""
+    try:
+        return future.result()
+    except Exception as exc:
+        if not isinstance(exc, (Py4JError, PySparkException)) and type(exc).__name__ != HUDI_RS_ERROR:
+            raise  # the harness's own
+        raise UnreadableSilver(f"{where}{reader} cannot read it: {cause_line(exc)}") from exc
 
 
 def _timed(work, arg):

@@ -17,6 +17,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from pyspark.errors import StreamingQueryException
+
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.harness import class_archive, job, jobs
@@ -28,6 +30,7 @@ from sandbox.sources.tickit import normalized_rows
 from sandbox.stack.services.localstack import s3_client
 from sandbox.wait import wait_until
 from spark_jobs import cdc_hudi_job, queries
+from spark_jobs.failures import cause_line
 from spark_jobs.job_config import JobConfig
 from spark_jobs.session import spark_session
 from tickit_data import get_table
@@ -72,6 +75,15 @@ def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+class BatchFailed(SandboxError):
+    """The job under test failed on a micro-batch: its cause in one line, the stack trace in Spark's log."""
+
+    def __init__(self, failure: BaseException):
+        super().__init__(f"the job failed on a micro-batch: {cause_line(failure)}",
+                         "the whole stack trace is in the test's output above (Spark's log)")
+        self.text = str(failure)
 
 
 class SilverBehind(AssertionError):
@@ -160,7 +172,10 @@ class Pipeline:
         """Process everything in Kafka now; returns the batch summaries of this run."""
         self._wait_for_topics()
         before = len(self.reports)
-        self.job.start(self.spark, self.config, True, self.reports.append).awaitTermination()
+        try:
+            self.job.start(self.spark, self.config, True, self.reports.append).awaitTermination()
+        except StreamingQueryException as exc:
+            raise BatchFailed(exc) from exc
         return [json.loads(line) for line in self.reports[before:]]
 
     def run_once_without_registry(self) -> list[dict]:
@@ -249,7 +264,7 @@ class Pipeline:
 
         def all_reached() -> bool:
             if self.query is not None and self.query.exception() is not None:
-                raise SandboxError(f"the continuous job failed: {self.query.exception()}", "see the Spark log above")
+                raise BatchFailed(self.query.exception())
             if self.query is None and not self.paused and self.drives_job:
                 self.run_once()
             if not self.job.records_positions:

@@ -320,6 +320,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for branches in SESSION_BRANCHES:
         lines.append(f"test lakes branched from the baseline: {branches.branches}; the baseline caught up "
                      f"{len(branches.catch_up_seconds)} times in {sum(branches.catch_up_seconds):.0f} s")
+        lines += [f"the baseline was rebuilt from the topics after its job failed: {why}"
+                  for why in branches.rebuilt_after]
     slowest = sorted((r for r in stats.get("passed", []) + stats.get("failed", []) if r.when == "call"),
                      key=lambda r: r.duration, reverse=True)[:5]
     lines += [f"slowest: {r.nodeid} {r.duration:.0f} s" for r in slowest]

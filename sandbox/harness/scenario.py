@@ -11,11 +11,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import yaml
-from pyspark.errors import StreamingQueryException
 
 from sandbox.config import load_topology
 from sandbox.errors import SandboxError
 from sandbox.harness.oracle import Oracle
+from sandbox.harness.pipeline import BatchFailed
 from sandbox.harness.verdict import OracleMismatch
 from sandbox.sources import topics
 from sandbox.sources.changes import ChangeReader, end_offsets
@@ -447,8 +447,8 @@ def _registry_outage(pipeline, oracle: Oracle) -> None:
     oracle.wait_delivered()
     try:
         summaries = pipeline.run_once_without_registry()
-    except StreamingQueryException as exc:
-        if "RegistryUnavailable" in str(exc):
+    except BatchFailed as exc:
+        if "RegistryUnavailable" in exc.text:
             return
         raise
     if not any(summary.get("events") for summary in summaries):

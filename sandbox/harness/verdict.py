@@ -32,6 +32,10 @@ class OracleMismatch(AssertionError):
     """Silver differs from what the source says it must hold, or the two readers disagree."""
 
 
+class UnreadableSilver(OracleMismatch):
+    """A reader cannot read what the job wrote (a read fails with an error of the reader's own)."""
+
+
 class DuplicateKeys(OracleMismatch):
     """A read holds a source key more than once."""
 

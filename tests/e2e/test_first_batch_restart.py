@@ -17,7 +17,6 @@ def test_a_first_batch_cut_short_before_its_commit_runs_again_and_silver_stays_e
         branch, pipeline_factory, oracle_factory, mutator, s3):
     pipeline = pipeline_factory(only=["venue"], branch=branch)
     oracle = oracle_factory(pipeline)
-    print("STARTING", pipeline.config.starting_offsets)
     oracle.track(["venue"])  # the job runs once: its first micro-batch writes silver and commits
     checkpoint = pipeline.config.checkpoint()
     bucket, prefix = split_uri(checkpoint)

@@ -1,0 +1,48 @@
+"""A baseline lake its job can no longer write is rebuilt from the topics instead of being handed to every later
+test: here one whose `date` table lost its table properties (`.hoodie/hoodie.properties`), which every write reads."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from sandbox.harness import lake_branch
+from sandbox.harness.checkpoint import delete_prefix, object_keys, split_uri
+from sandbox.harness.lake_branch import LakeBranches
+from sandbox.harness.lakes_for_tests import new_lake
+from sandbox.harness.pipeline import Pipeline
+from sandbox.stack.services.localstack import s3_client
+
+pytestmark = [pytest.mark.e2e]
+
+
+def test_a_baseline_its_job_fails_on_is_rebuilt_from_the_topics(sandbox, spark, mutator, oracle_factory,
+                                                                 pipeline_factory, monkeypatch):
+    branches = LakeBranches(sandbox, spark)
+    config = branches.baseline.config
+    baseline_lake, s3 = new_lake(sandbox, "baseline"), s3_client(sandbox.url("localstack"))
+    branches.baseline = Pipeline(sandbox, replace(config, lake=baseline_lake, tables=(config.spec("date"),)), spark,
+                                 owns_session=False)
+    first, lake = new_lake(sandbox), new_lake(sandbox)
+    try:
+        monkeypatch.setattr(lake_branch, "CATCH_UP_LAG", -1)  # catch up on every branch
+        branches.branch(first, ["date"])  # builds the baseline
+        bucket, prefix = split_uri(branches.baseline.config.silver_path("date"))
+        for key in object_keys(s3, bucket, prefix + "/.hoodie/"):
+            if "hoodie.properties" in key:
+                s3.delete_object(Bucket=bucket, Key=key)
+        mutator.touch("date")
+        offsets = branches.branch(lake, ["date"])
+        assert offsets is not None
+        assert len(branches.rebuilt_after) == 1, "the baseline's job failed and it was rebuilt"
+        assert "the job failed on a micro-batch: " in branches.rebuilt_after[0]
+        assert "\n" not in branches.rebuilt_after[0], "its cause in one line"
+        pipeline = pipeline_factory(only=["date"], branch=False)
+        pipeline.config = replace(pipeline.config, lake=lake, starting_offsets=offsets)
+        oracle = oracle_factory(pipeline)
+        oracle.track(["date"])  # the branch of the rebuilt baseline holds the source's rows
+        oracle.verify_history()
+    finally:
+        for made in (baseline_lake, first, lake):
+            delete_prefix(s3, made)
