@@ -43,6 +43,7 @@ from spark_jobs.session import spark_session  # noqa: E402
 
 COMMIT_META_PREFIX = "sandbox."  # of the commit metadata keys the harness reads (`sandbox/harness/timeline.py`)
 BUCKETS_KEY = f"{COMMIT_META_PREFIX}buckets"
+SPARK_RECORD_MERGER = "org.apache.hudi.DefaultSparkRecordMerger"
 TRUNCATE = "t"  # Debezium's operation code of a truncate
 TRUNCATE_COORDINATES = ("_kafka_partition", "_kafka_offset", "_kafka_timestamp")  # of the rows a truncate deletes  # the bucket count a commit was written with
 RECORD_LOOK_BACK = 5  # commits searched for BUCKETS_KEY (a compaction's commit has none)
@@ -102,6 +103,11 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         "hoodie.bucket.index.num.buckets": str(config.buckets_of(spec)),
         # Bloom filters in the files' footers serve the bloom index only; the bucket index never reads them.
         "hoodie.parquet.bloom.filter.enabled": "false",
+        # Hudi's Spark record path writes its Parquet with Spark's own writer, which stamps each file with the Spark
+        # version: a Spark session without the sandbox's settings, like a team's own, then reads dates before 1582 and
+        # times before 1900 as written. Hudi's Avro writer leaves the stamp out, and Spark refuses such values from
+        # files without it (READ_ANCIENT_DATETIME).
+        "hoodie.write.record.merge.custom.implementation.classes": SPARK_RECORD_MERGER,
         # A column dropped in the source stays in silver, NULL in rows written after the drop; without this every
         # batch whose events lack it fails (MissingSchemaFieldException).
         "hoodie.write.set.null.for.missing.columns": "true",
@@ -113,7 +119,8 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
     else:
         options |= {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": str(config.retain_commits)}
     if config.table_type == "MERGE_ON_READ":
-        options |= {"hoodie.compact.inline": "true",
+        options |= {"hoodie.logfile.data.block.format": "parquet",  # the Spark record path's only log format
+                    "hoodie.compact.inline": "true",
                     "hoodie.compact.inline.max.delta.commits": str(config.compaction_delta_commits)}
     if config.metastore_uri and config.catalog_database:
         options |= hive_sync_options(config, spec)

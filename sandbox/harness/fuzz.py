@@ -41,10 +41,15 @@ ADDED_COLUMNS = {"fuzz_note": "text", "fuzz_amount": "decimal", "fuzz_flag": "bo
 CHANGE_WEIGHTS = {"insert": 3, "update": 5, "delete": 2, "update_key": 2, "burst": 1, "transaction": 1,
                   "add_column": 0.3}
 EDGE_TEXT = ["", " ", "e\u0301", "東京", "🎭", "'\";\\", "NULL", "a  b "]
+# Sentinel values real databases hold (1000-01-01 is the earliest MySQL guarantees), either side of the Julian to
+# Gregorian switch (1582-10-15) and of 1900, where Spark's Parquet calendar handling begins.
 EDGE_DATES = [dt.date(1970, 1, 1), dt.date(1900, 1, 1), dt.date(2038, 1, 19), dt.date(2000, 2, 29),
-              dt.date(2099, 12, 31)]
+              dt.date(2099, 12, 31), dt.date(1000, 1, 1), dt.date(1582, 10, 4), dt.date(1582, 10, 15),
+              dt.date(1753, 1, 1), dt.date(1899, 12, 30)]
 EDGE_TIMES = [dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59, 999999),
-              dt.datetime(2038, 1, 19, 3, 14, 8), dt.datetime(2099, 12, 31, 23, 59, 59, 999999)]
+              dt.datetime(2038, 1, 19, 3, 14, 8), dt.datetime(2099, 12, 31, 23, 59, 59, 999999),
+              dt.datetime(1000, 1, 1), dt.datetime(1582, 10, 4, 23, 59, 59, 999999),
+              dt.datetime(1899, 12, 31, 23, 59, 59)]
 
 
 def fuzz_keys(table: Table) -> list[int]:

@@ -23,9 +23,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from py4j.protocol import Py4JError
-from pyspark.errors import PySparkException
-
 from sandbox.config import Settings
 from sandbox.harness.silver import Rows, RustSilver, Shape, SparkSilver
 from sandbox.harness.timeline import Commit
@@ -503,9 +500,16 @@ def _read_or_name_why(future, where: str, reader: str):
     try:
         return future.result()
     except Exception as exc:
-        if not isinstance(exc, (Py4JError, PySparkException)) and type(exc).__name__ != HUDI_RS_ERROR:
+        if not _from_a_reader(exc):
             raise  # the harness's own
         raise UnreadableSilver(f"{where}{reader} cannot read it: {cause_line(exc)}") from exc
+
+
+def _from_a_reader(exc: Exception) -> bool:
+    """Whether Spark (through py4j) or hudi-rs raised it. By name: the pytest plugin loads this module, and must
+    not import Spark (or py4j) where a suite uses no Spark."""
+    return any(kind.__module__.split(".")[0] in ("py4j", "pyspark") for kind in type(exc).__mro__) \
+        or type(exc).__name__ == HUDI_RS_ERROR
 
 
 def _timed(work, arg):
