@@ -407,7 +407,7 @@ def _run_sql(spark, statement: str, limit: int, show) -> bool:
     try:
         result = catalog_sql.run(spark, statement, limit)
     except (PySparkException, Py4JJavaError) as exc:
-        show(statement, None, cause_line(exc), 0)
+        show(statement, None, cause_line(exc), 0)  # the stack trace is in Spark's log: .sandbox/logs/sql.log
         return False
     show(statement, result, None, time.monotonic() - started)
     return True

@@ -8,7 +8,8 @@ Run as `spark-submit spark_jobs/cdc_hudi_job.py --config job.json --once` (or `-
 - Silver: one Hudi table per source table, record key = the source primary key, precombine = the source position
   (Postgres LSN; binlog file, offset and row; SQL Server LSNs: `decode.source_position`), so the later of two
   changes in one millisecond wins. Deletes stay as soft deletes (`__op='d'`, `__deleted='true'`) unless
-  `hard_deletes`. Each commit records the highest source position it holds, as plain digits, in its metadata
+  `hard_deletes`; a truncate deletes every row live before it the same way (`__op='t'`), unless `ignore_truncates`.
+  A column dropped in the source stays, NULL in rows written after the drop. Each commit records the highest source position it holds, as plain digits, in its metadata
   (`sandbox.max_source_position`): the harness reads it from there (`sandbox/harness/timeline.py`), so the key and its
   format are a contract between the two.
 - Messages that do not decode go to `<lake>/quarantine` with their topic, partition, offset and reason.
@@ -33,6 +34,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a plain file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import pyspark  # noqa: E402
 from pyspark import inheritable_thread_target  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window, functions as F  # noqa: E402
 
@@ -42,10 +44,11 @@ from spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
 from spark_jobs.session import spark_session  # noqa: E402
 
 COMMIT_META_PREFIX = "sandbox."  # of the commit metadata keys the harness reads (`sandbox/harness/timeline.py`)
-BUCKETS_KEY = f"{COMMIT_META_PREFIX}buckets"
-SPARK_RECORD_MERGER = "org.apache.hudi.DefaultSparkRecordMerger"
+BUCKETS_KEY = f"{COMMIT_META_PREFIX}buckets"  # the bucket count a commit was written with
+STAMPED_WRITE_SUPPORT = "dev.cdcsandbox.hudi.SparkStampedAvroWriteSupport"
+SPARK_VERSION_PROPERTY = "sandbox.parquet.spark.version"  # read by STAMPED_WRITE_SUPPORT
 TRUNCATE = "t"  # Debezium's operation code of a truncate
-TRUNCATE_COORDINATES = ("_kafka_partition", "_kafka_offset", "_kafka_timestamp")  # of the rows a truncate deletes  # the bucket count a commit was written with
+TRUNCATE_COORDINATES = ("_kafka_partition", "_kafka_offset", "_kafka_timestamp")  # of the rows a truncate deletes
 RECORD_LOOK_BACK = 5  # commits searched for BUCKETS_KEY (a compaction's commit has none)
 UPSERT_THREADS = 4
 SMALL_BATCH_EVENTS = 10_000
@@ -103,11 +106,13 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         "hoodie.bucket.index.num.buckets": str(config.buckets_of(spec)),
         # Bloom filters in the files' footers serve the bloom index only; the bucket index never reads them.
         "hoodie.parquet.bloom.filter.enabled": "false",
-        # Hudi's Spark record path writes its Parquet with Spark's own writer, which stamps each file with the Spark
-        # version: a Spark session without the sandbox's settings, like a team's own, then reads dates before 1582 and
-        # times before 1900 as written. Hudi's Avro writer leaves the stamp out, and Spark refuses such values from
-        # files without it (READ_ANCIENT_DATETIME).
-        "hoodie.write.record.merge.custom.implementation.classes": SPARK_RECORD_MERGER,
+        # Hudi's write support, stamping each file with the Spark version as Spark's own writer does: a Spark session
+        # without the sandbox's settings, like a team's own, then reads dates before 1582 and times before 1900 as
+        # written. Spark refuses such values from files without the stamp (READ_ANCIENT_DATETIME). The jar comes from
+        # sandbox/stack/jvm/parquet-stamp; Hudi's Spark record path, which stamps its files too, fails to write a
+        # Merge-on-Read delete with a decimal(38,0) position.
+        "hoodie.avro.write.support.class": STAMPED_WRITE_SUPPORT,
+        SPARK_VERSION_PROPERTY: pyspark.__version__,
         # A column dropped in the source stays in silver, NULL in rows written after the drop; without this every
         # batch whose events lack it fails (MissingSchemaFieldException).
         "hoodie.write.set.null.for.missing.columns": "true",
@@ -119,8 +124,7 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
     else:
         options |= {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": str(config.retain_commits)}
     if config.table_type == "MERGE_ON_READ":
-        options |= {"hoodie.logfile.data.block.format": "parquet",  # the Spark record path's only log format
-                    "hoodie.compact.inline": "true",
+        options |= {"hoodie.compact.inline": "true",
                     "hoodie.compact.inline.max.delta.commits": str(config.compaction_delta_commits)}
     if config.metastore_uri and config.catalog_database:
         options |= hive_sync_options(config, spec)
@@ -191,8 +195,8 @@ def kafka_named(rows: DataFrame) -> DataFrame:
 def truncated(spark: SparkSession, config: JobConfig, spec: TableSpec, rows: DataFrame | None, truncates: DataFrame,
               at) -> DataFrame | None:
     """The batch's rows (latest per key; None if it changed no row) after a truncate at source position `at`, the
-    batch's last: a key whose latest change lies before it, and every live row of silver not changed in the batch,
-    becomes a deleted row carrying its last values, written at the truncate's position and Kafka coordinates with
+    batch's last: a key live after its latest change before it, and every live row of silver not changed in the
+    batch, becomes a deleted row carrying its last values, written at the truncate's position and Kafka coordinates with
     `__op='t'`. Changes after the truncate apply as they are."""
     position = F.lit(str(at)).cast(truncates.schema["_source_position"].dataType)
     event = truncates.filter(F.col("_source_position") == position).select(*TRUNCATE_COORDINATES).first()
@@ -202,8 +206,9 @@ def truncated(spark: SparkSession, config: JobConfig, spec: TableSpec, rows: Dat
         marks |= {name: F.lit(event[name]).cast(truncates.schema[name].dataType) for name in TRUNCATE_COORDINATES}
         return frame.withColumns(marks)
 
-    parts = [] if rows is None else [rows.filter(F.col("_source_position") > position),
-                                     deleted(rows.filter(F.col("_source_position") < position))]
+    gone = F.col("__deleted") == F.lit("true")  # deleted before the truncate: stays its delete
+    parts = [] if rows is None else [rows.filter((F.col("_source_position") > position) | gone),
+                                     deleted(rows.filter((F.col("_source_position") < position) & ~gone))]
     stored = live_silver_rows(spark, config.silver_path(spec.table))
     if stored is not None:
         untouched = stored.filter(F.col("_source_position") < position)

@@ -209,6 +209,8 @@ def _envelope_fields(fields: StructType, schema_json: str, record: str) -> dict[
     typed = {"__op": F.col(f"`{record}`.`op`")}
     for name in (f for f in POSITION_FIELDS if f in source):
         typed[f"__{name}"] = F.col(f"`{record}`.`source`.`{name}`")
+    if "ts_ms" in source:  # as the connectors' `add.fields` name the source's commit time
+        typed["__source_ts_ms"] = F.col(f"`{record}`.`source`.`ts_ms`")
     return typed
 
 

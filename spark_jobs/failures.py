@@ -40,7 +40,7 @@ def _python_raises(lines: list[str]) -> list[str]:
     """The `Class: message` line ending each Python traceback in the text (the job's own code raising)."""
     raised, inside = [], False
     for line in lines:
-        if line.strip() == "Traceback (most recent call last):":
+        if line.strip().endswith("Traceback (most recent call last):"):  # also after py4j's "Return Message: "
             inside = True
         elif inside and line and not line[0].isspace():
             raised.append(line.strip())

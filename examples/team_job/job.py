@@ -10,7 +10,8 @@ It differs from the sandbox's own job (`spark_jobs/cdc_hudi_job.py`) where teams
   - Hudi deduplicates each batch itself (`hoodie.combine.before.upsert`) and keeps the existing row when an
     incoming change orders before it (event-time ordering): no window function of the job's own;
   - no bronze table and no quarantine, Hudi's default index, and `hoodie.*` settings straight from the file.
-Deletes stay as soft deletes (`__deleted = 'true'`) unless `hard.deletes=true`. Avro decoding is the sandbox's
+Deletes stay as soft deletes (`__deleted = 'true'`) unless `hard.deletes=true`; a truncate deletes the rows live
+before it the same way (`__op = 't'`). Avro decoding is the sandbox's
 (`spark_jobs.decode`), as a team would use its platform's deserializer.
 
 Run: spark-submit examples/team_job/job.py --properties examples/team_job/job.properties [--set key=value ...]
@@ -27,7 +28,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a plain file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pyspark.sql import DataFrame, SparkSession, functions as F  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession, Window, functions as F  # noqa: E402
 
 from spark_jobs.decode import SchemaCache, decode, schema_pairs  # noqa: E402
 
@@ -69,6 +70,11 @@ def ordering_value(rows: DataFrame, ordering: str) -> DataFrame:
     """The precombine column for the chosen ordering."""
     if ordering == "source_ts_ms":
         return rows.withColumn(ORDERING_COLUMN, F.col("__source_ts_ms").cast("long"))
+    return rows.withColumn(ORDERING_COLUMN, source_sequence(rows))
+
+
+def source_sequence(rows: DataFrame):
+    """The change's place in the source's log, as a sortable string."""
     if "__lsn" in rows.columns:  # Postgres
         sequence = F.lpad(F.col("__lsn").cast("string"), 20, "0")
     elif "__file" in rows.columns:  # MySQL and MariaDB: binlog file number, offset, row
@@ -78,7 +84,46 @@ def ordering_value(rows: DataFrame, ordering: str) -> DataFrame:
     else:  # SQL Server: LSNs in fixed-width hexadecimal already sort as text
         sequence = F.concat(F.col("__commit_lsn"), F.coalesce(F.col("__change_lsn"), F.col("__commit_lsn")),
                             F.lpad(F.col("__event_serial_no").cast("string"), 4, "0"))
-    return rows.withColumn(ORDERING_COLUMN, sequence)
+    return sequence
+
+
+def after_truncates(spark: SparkSession, rows: DataFrame, key: str, path: str) -> DataFrame | None:
+    """The batch's changes with its last truncate applied, by the source's log (whatever the ordering column): the
+    changes after it stay as they are; a key with none, live after its last change before it, and each row of the
+    table live then, becomes a deleted row with its last values, ordered at the truncate."""
+    rows = rows.withColumn("_sequence", source_sequence(rows))
+    truncated = F.col("__op") == F.lit("t")
+    last_truncate = rows.filter(truncated).orderBy(F.desc("_sequence")).select("_sequence", ORDERING_COLUMN).first()
+    changes = rows.filter(~truncated)
+    if last_truncate is None:
+        return changes.drop("_sequence")
+    before = F.col("_sequence") < F.lit(last_truncate["_sequence"])
+    after, last = None, None
+    if key in changes.columns:  # else the batch holds only truncates of the table
+        after = changes.filter(~before)
+        by_log = Window.partitionBy(key).orderBy(F.desc("_sequence"))
+        last = changes.filter(before).join(after.select(key).distinct(), key, "left_anti") \
+            .withColumn("_last", F.row_number().over(by_log)).filter("_last = 1").drop("_last")
+    if table_exists(spark, path):
+        stored = spark.read.format("hudi").load(path)
+        stored = stored.select(*[c for c in stored.columns if not c.startswith("_hoodie_")])
+        stored = stored.withColumn("_sequence", source_sequence(stored)).filter(before)
+        if after is not None:
+            stored = stored.join(after.select(key).union(last.select(key)).distinct(), key, "left_anti")
+        last = stored if last is None else last.unionByName(stored, allowMissingColumns=True)
+    if last is None:
+        return None  # a truncate of a table the job has not written yet
+    live = F.coalesce(F.col("__deleted"), F.lit("false")) != "true"
+    marks = {"__op": F.lit("t"), "__deleted": F.lit("true"), ORDERING_COLUMN: F.lit(last_truncate[ORDERING_COLUMN])}
+    result = last.filter(~live).unionByName(last.filter(live).withColumns(marks))
+    if after is not None:
+        result = after.unionByName(result, allowMissingColumns=True)
+    return result.drop("_sequence")
+
+
+def table_exists(spark: SparkSession, path: str) -> bool:
+    hoodie = spark._jvm.org.apache.hadoop.fs.Path(f"{path}/.hoodie")
+    return hoodie.getFileSystem(spark._jsc.hadoopConfiguration()).exists(hoodie)
 
 
 def write_table(rows: DataFrame, table: str, key: str, settings: dict[str, str]) -> None:
@@ -117,7 +162,10 @@ def start(spark: SparkSession, settings: dict[str, str], once: bool):
         decoded = decode(batch, by_topic, schemas, pairs)
         for table, rows in decoded.tables.items():
             keep = [c for c in rows.columns if c not in ("topic", "partition", "offset", "timestamp", "_schema_id")]
-            write_table(ordering_value(rows.select(*keep), ordering), table, tables[table]["key"], settings)
+            key, path = tables[table]["key"], f"{settings['silver']}/{table}"
+            changes = after_truncates(spark, ordering_value(rows.select(*keep), ordering), key, path)
+            if changes is not None:
+                write_table(changes, table, key, settings)
         decoded.release()
         batch.unpersist()
 

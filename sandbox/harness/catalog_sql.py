@@ -18,6 +18,20 @@ from sandbox.harness import job
 from sandbox.stack.services.metastore import require_metastore, thrift_uri
 
 
+# Spark's own log (a failed statement's stack traces among it) goes to a file: the shell prints each error's cause in
+# one line.
+LOG4J2 = """\
+status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c: %m%n
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+"""
+
+
 @dataclass
 class Result:
     columns: list[str]
@@ -32,13 +46,22 @@ def catalog_session(settings: Settings, database: str | None = None):
     require_metastore(settings, "start it with `make up` (see `sandbox status`)")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark warns that the host name is a loopback
     config = job.job_config(settings, metastore_uri=thrift_uri(settings))
-    spark = spark_for(settings, config)
+    spark = spark_for(settings, config, java_options=f"-Dlog4j2.configurationFile={spark_log_config(settings)}")
     database = database or config.catalog_database
     if not spark.catalog.databaseExists(database):
         raise SandboxError(f"the metastore has no database {database}",
                            "`sandbox job run` writes silver and syncs its tables into tickit_cdc_hudi")
     spark.catalog.setCurrentDatabase(database)
     return spark
+
+
+def spark_log_config(settings: Settings) -> str:
+    """A log4j2 configuration sending the session's log to the sandbox's `sql` log; its path."""
+    log = settings.log_file("sql")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    config = log.with_name("sql-log4j2.properties")
+    config.write_text(LOG4J2.format(log=log))
+    return str(config)
 
 
 def run(spark, statement: str, limit: int) -> Result:

@@ -27,7 +27,7 @@ from sandbox.harness.checkpoint import committed_offsets, delete_prefix, object_
 from sandbox.harness.pipeline import BatchFailed, Pipeline
 from sandbox.sources.changes import close_soon, end_offsets
 from sandbox.stack.services.localstack import s3_client
-from spark_jobs.cdc_hudi_job import SPARK_RECORD_MERGER, written_with_buckets
+from spark_jobs.cdc_hudi_job import STAMPED_WRITE_SUPPORT, written_with_buckets
 from spark_jobs.decode import POSITION_LAYOUT
 from spark_jobs.job_config import JobConfig
 
@@ -114,11 +114,11 @@ class LakeBranches:
 
 
 def layout_marker(config: JobConfig) -> str:
-    """The job's position layout, record writer and each table's bucket count: a baseline written under another is
+    """The job's position layout, Parquet write support and each table's bucket count: a baseline written under another is
     rebuilt."""
     buckets = " ".join(f"{spec.table}={config.buckets_of(spec)}" for spec in sorted(config.tables,
                                                                                      key=lambda s: s.table))
-    return f"{POSITION_LAYOUT} {SPARK_RECORD_MERGER} {buckets}"
+    return f"{POSITION_LAYOUT} {STAMPED_WRITE_SUPPORT} {buckets}"
 
 
 def layout_is_current(silver_keys: list[str], marker: str | None, config: JobConfig) -> bool:

@@ -59,15 +59,15 @@ HARNESS_KAFKA_TIMEOUTS = {"kafka.default.api.timeout.ms": "10000", "kafka.reques
 HARNESS_TRIGGER_SECONDS = 1.0
 
 
-def spark_for(settings: Settings, config: JobConfig | None = None):
-    """A Spark session with the job's jars and S3 settings for this sandbox."""
+def spark_for(settings: Settings, config: JobConfig | None = None, java_options: str = ""):
+    """A Spark session with the job's jars and S3 settings for this sandbox (`java_options` for its driver)."""
     os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
     time.tzset()
     os.environ["SPARK_HOME"] = str(class_archive.spark_home(settings))  # PySpark launches its driver from there
     config = config or job.job_config(settings)
     archive_option, _ = class_archive.java_options(settings, config, record=False)
     quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **config.extra_spark_conf})
-    return spark_session(quick_to_fail, java_options=archive_option)
+    return spark_session(quick_to_fail, java_options=" ".join(filter(None, [archive_option, java_options])))
 
 
 def closed_port() -> int:
@@ -162,6 +162,8 @@ class Pipeline:
             self.spark.stop()
 
     def _let_batch_finish(self) -> None:
+        if not hasattr(self.query, "status"):  # no query, or a job submitted as a process of its own
+            return
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         while self.query is not None and self.query.isActive and self.query.status["isTriggerActive"] \
                 and time.monotonic() < deadline:

@@ -170,8 +170,8 @@ class _Validator:
 
     def jobs(self, raw) -> list[dict]:
         """`job`: one mapping of job options, or a list of them (the scenario runs under each)."""
-        given = raw.get("job") or {}
-        jobs = given if isinstance(given, list) else [given]
+        given = raw.get("job")
+        jobs = given if isinstance(given, list) else [given or {}]
         if not jobs:
             self.fail(raw, "job is a mapping of job options, or a non-empty list of them", "job")
         for job in jobs:
