@@ -20,6 +20,7 @@ from spark_jobs.session import driver_conf
 from tickit_data import get_table
 
 JOB_FILE = PROJECT_ROOT / "spark_jobs" / "cdc_hudi_job.py"
+JOB_FAILED = "job failed: "  # begins the line naming the cause of a failed run
 POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog", "sqlserver": "sqlserver"}
 # A copy-on-write upsert rewrites each file group it touches whole: for TICKIT's large tables, one group per table
 # made a single-row upsert of `sale` (172k rows) take 2.7 s, four 1.5 s; eight cut a seven-table batch by about
@@ -136,8 +137,10 @@ def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
     with open(log, "w") as spark_log:
         child = subprocess.Popen(command, env=submit_environment(settings), stdout=subprocess.PIPE,
                                  stderr=spark_log, text=True)
+        named_cause = False
         for line in child.stdout:
             summary = describe_summary(line.strip())
+            named_cause = named_cause or bool(summary and summary.startswith(JOB_FAILED))
             if summary:
                 say(summary)
             else:  # the JVM and libraries print warnings to stdout too: they belong with Spark's log
@@ -148,7 +151,10 @@ def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
         class_archive.keep_recording(recording)
     else:
         text = log.read_text(errors="replace")
-        say(f"job failed (exit {code}); the end of {log}:\n" + "\n".join(text.splitlines()[-40:]))
+        if named_cause:  # the job said why in one line; its stack trace stays in the log
+            say(f"job failed (exit {code}); the stack trace is in {log}")
+        else:
+            say(f"job failed (exit {code}); the end of {log}:\n" + "\n".join(text.splitlines()[-40:]))
         if DATA_LOSS_SIGN in text:
             say(DATA_LOSS_ADVICE.format(lake=config.lake))
     return code
@@ -161,7 +167,7 @@ def describe_summary(line: str) -> str | None:
     except ValueError:
         return None
     if isinstance(summary, dict) and "failed" in summary:
-        return f"job failed: {summary['failed']}"
+        return f"{JOB_FAILED}{summary['failed']}"
     if not isinstance(summary, dict) or "batch_id" not in summary:
         return None
     if summary.get("empty"):
