@@ -34,9 +34,13 @@ def semantic_types(schema_json: str) -> dict[str, str]:
     return found
 
 
+# The fields of Debezium's unflattened change event: what the connectors send for a truncate, which has no row to
+# flatten. The job reads its schema (`is_envelope`), the harness its decoded value (`sandbox/sources/changes.py`).
+ENVELOPE_FIELDS = frozenset({"op", "source", "before", "after"})
+
+
 def is_envelope(schema_json: str) -> bool:
-    """Whether a value schema is Debezium's unflattened change event (`op`, `source`, `before`, `after`): what the
-    connectors send for a truncate, which has no row to flatten."""
+    """Whether a value schema is Debezium's unflattened change event (`ENVELOPE_FIELDS`)."""
     schema = json.loads(schema_json)
     names = {field["name"] for field in schema.get("fields", [])} if isinstance(schema, dict) else set()
-    return {"op", "source", "before", "after"} <= names
+    return ENVELOPE_FIELDS <= names

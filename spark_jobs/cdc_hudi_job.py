@@ -38,6 +38,7 @@ import pyspark  # noqa: E402
 from pyspark import inheritable_thread_target  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window, functions as F  # noqa: E402
 
+from spark_jobs import queries  # noqa: E402
 from spark_jobs.decode import SchemaCache, decode, schema_pairs, source_position  # noqa: E402
 from spark_jobs.failures import cause_line  # noqa: E402
 from spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
@@ -223,7 +224,7 @@ def live_silver_rows(spark: SparkSession, path: str) -> DataFrame | None:
     timeline, fs = hadoop_path(spark, f"{path}/.hoodie")
     if not fs.exists(timeline):
         return None
-    stored = spark.read.format("hudi").load(path)
+    stored = queries.snapshot(spark, path)
     stored = stored.drop(*[name for name in stored.columns if name.startswith("_hoodie_")])
     return stored.filter(F.col("__deleted").isNull() | (F.col("__deleted") != F.lit("true")))
 

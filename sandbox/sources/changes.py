@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from sandbox.errors import SandboxError
 from sandbox.sources.registry import RegistryClient, WireFormatError
-from spark_jobs.avro_schema import epoch_fields
+from spark_jobs.avro_schema import ENVELOPE_FIELDS, epoch_fields
 
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -155,7 +155,7 @@ class ChangeReader:
 def flattened(value: dict) -> dict:
     """An event's value as the connectors flatten row changes (`__op` and the source position as `__` fields); a
     truncate, which they leave as Debezium's envelope, becomes its operation and source fields."""
-    if not {"op", "source", "before", "after"} <= value.keys():
+    if not ENVELOPE_FIELDS <= value.keys():
         return value
     return {"__op": value["op"], **{f"__{name}": field for name, field in (value["source"] or {}).items()}}
 
