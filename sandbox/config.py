@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -53,6 +54,11 @@ BACKENDS = ("native", "compose")
 
 
 ENGINES = ("postgres", "mariadb", "mysql", "sqlserver")  # MariaDB speaks MySQL's SQL (`tickit_data.ddl.dialect_of`)
+PROJECT_FILE_NAME = "cdc-sandbox.yaml"
+TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
+INDEXES = ("bucket", "global_simple")  # Hudi's bucket index (keys never move partition), or a global one
+REPLICA_IDENTITIES = ("full", "default")
+SERVICE_OF_ENGINE = {"postgres": "postgres", "mariadb": "mysql", "mysql": "mysql", "sqlserver": "mssql"}
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,21 @@ class CapturedTable:
 
 
 @dataclass(frozen=True)
+class SilverSettings:
+    """How a table's silver copy is written, as a team sets it in production (the job's per-table settings)."""
+
+    record_key: tuple[str, ...] = ()  # empty: the table's primary key
+    partition_by: tuple[str, ...] = ()
+    hive_style: bool = True
+    table_type: str | None = None  # None: the job's
+    ordering: str | None = None  # None: the source position
+    hard_deletes: bool | None = None  # None: the job's
+    index: str = "bucket"
+    replica_identity: str = "full"  # Postgres only
+    data: dict = field(default_factory=dict)  # {generate: rows, seed: n} or {file: path}
+
+
+@dataclass(frozen=True)
 class Source:
     name: str
     engine: str
@@ -71,6 +92,8 @@ class Source:
     connector: str
     tables: tuple[CapturedTable, ...]
     stand_in_for: tuple[str, ...] = ()  # sources whose tables this one holds
+    ddl: Path | None = None  # the project's CREATE TABLE statements (TICKIT's tables come from tickit_data)
+    debezium: dict = field(default_factory=dict, hash=False)  # settings merged into the generated connector config
 
     @property
     def namespaces(self) -> list[str]:
@@ -83,6 +106,15 @@ class Topology:
     lake_bucket: str
     probe_table: str
     sources: dict[str, Source]
+    file: Path = TOPOLOGY_FILE
+    silver: dict[str, SilverSettings] = field(default_factory=dict)
+    declared_databases: dict[str, str] = field(default_factory=dict)  # before any stand-in took tables over
+    catalog_database: str = "tickit_cdc_hudi"
+
+    @property
+    def is_tickit(self) -> bool:
+        """TICKIT's built-in tables, rather than a project's own DDL."""
+        return not any(source.ddl for source in self.sources.values())
 
     def topic(self, namespace: str, table: str) -> str:
         return f"{self.topic_prefix}.{namespace}.{table}"
@@ -98,11 +130,25 @@ class Topology:
         raise SandboxError(f"no table {name!r} in the topology",
                            "choose one of: " + ", ".join(t.name for t in self.tables))
 
+    def silver_of(self, name: str) -> SilverSettings:
+        return self.silver.get(name, SilverSettings())
+
     def topics(self) -> list[str]:
         return [self.topic(t.namespace, t.name) for t in self.tables]
 
     def probe_topics(self) -> list[str]:
         return [self.topic(src.namespaces[0], self.probe_table) for src in self.sources.values()]
+
+
+def project_file(env: dict[str, str], cwd: Path | None = None) -> Path:
+    """The project file: `SANDBOX_PROJECT` (a file or the directory holding `cdc-sandbox.yaml`), else
+    `cdc-sandbox.yaml` in the working directory, else TICKIT's topology."""
+    named = env.get("SANDBOX_PROJECT")
+    if named:
+        path = Path(named).expanduser().resolve()
+        return path / PROJECT_FILE_NAME if path.is_dir() else path
+    here = (cwd or Path.cwd()) / PROJECT_FILE_NAME
+    return here.resolve() if here.is_file() else TOPOLOGY_FILE
 
 
 def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
@@ -114,27 +160,29 @@ def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
     try:
         raw = yaml.safe_load(path.read_text())
         specs = raw["sources"]
-        sources = {name: _source(name, spec | {"engine": (engines or {}).get(name, spec["engine"])})
+        sources = {name: _source(path, name, spec | {"engine": (engines or {}).get(name, spec["engine"])})
                    for name, spec in specs.items()}
-        _check_placement(path, sources)
+        if not any(source.ddl for source in sources.values()):
+            _check_placement(path, sources)
+        declared = {name: source.database for name, source in sources.items()}
         for name, spec in specs.items():
             if available is not None and name not in available:
-                sources = _hand_over(sources, name, spec["stand_in"])
-        return Topology(raw["topic_prefix"], raw["lake_bucket"], raw["probe_table"], sources)
+                sources = _hand_over(path, sources, name, spec.get("stand_in"))
+        silver = {name: _silver_settings(path, name, spec or {}) for name, spec in (raw.get("tables") or {}).items()}
+        _check_silver_tables(path, sources, silver)
+        return Topology(raw["topic_prefix"], raw["lake_bucket"], raw.get("probe_table", "cdc_probe"), sources,
+                        file=path, silver=silver, declared_databases=declared,
+                        catalog_database=raw.get("catalog_database", f"{raw['topic_prefix']}_cdc_hudi"))
     except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
         raise SandboxError(
-            f"topology file {path} is unreadable or incomplete: {exc!r}",
-            "each source needs engine, database, connector and tables by namespace (and stand_in where it may be "
-            "absent); see fixtures/topology.yaml in git",
+            f"project file {path} is unreadable or incomplete: {exc!r}",
+            "each source needs engine, database, connector and either its tables by namespace (TICKIT) or `ddl`, a "
+            "file of CREATE TABLE statements; see fixtures/topology.yaml and examples/team_project/cdc-sandbox.yaml",
         ) from exc
 
 
 def _check_placement(path: Path, sources: dict[str, Source]) -> None:
     """This file is the one place that says where a table lives: every TICKIT table once, on a known engine."""
-    for source in sources.values():
-        if source.engine not in ENGINES:
-            raise SandboxError(f"{path}: source {source.name} has engine {source.engine!r}",
-                               f"use one of {', '.join(ENGINES)}")
     placed = [t.name for source in sources.values() for t in source.tables]
     problems = [f"{name} is no TICKIT table" for name in dict.fromkeys(placed) if name not in TABLE_NAMES]
     problems += [f"{name} is placed {placed.count(name)} times" for name in TABLE_NAMES if placed.count(name) != 1]
@@ -143,14 +191,88 @@ def _check_placement(path: Path, sources: dict[str, Source]) -> None:
                            "source: " + ", ".join(TABLE_NAMES))
 
 
-def _source(name: str, spec: dict) -> Source:
-    tables = tuple(CapturedTable(name, namespace, table) for namespace, names in spec["tables"].items()
-                   for table in names)
+def _source(path: Path, name: str, spec: dict) -> Source:
+    if spec["engine"] not in ENGINES:
+        raise SandboxError(f"{path}: source {name} has engine {spec['engine']!r}", f"use one of {', '.join(ENGINES)}")
+    if SERVICE_OF_ENGINE[spec["engine"]] != name:
+        raise SandboxError(f"{path}: source {name} (engine {spec['engine']}) must be named after the service that "
+                           f"runs it", f"name it {SERVICE_OF_ENGINE[spec['engine']]}")
+    ddl = (path.parent / spec["ddl"]).resolve() if spec.get("ddl") else None
+    if ddl is not None:
+        tables = tuple(CapturedTable(name, namespace, table) for namespace, table in ddl_tables(ddl, spec))
+    else:
+        tables = tuple(CapturedTable(name, namespace, table) for namespace, names in spec["tables"].items()
+                       for table in names)
+    debezium = spec.get("debezium") or {}
+    if not isinstance(debezium, dict):
+        raise SandboxError(f"{path}: `debezium` of source {name} is not a mapping", "give it as setting: value lines")
     return Source(name=name, engine=spec["engine"], database=spec["database"], connector=spec["connector"],
-                  tables=tables)
+                  tables=tables, ddl=ddl, debezium={str(k): str(v).lower() if isinstance(v, bool) else str(v)
+                                                    for k, v in debezium.items()})
 
 
-def _hand_over(sources: dict[str, Source], absent: str, stand_in: str) -> dict[str, Source]:
+CREATE_TABLE = re.compile(r"\bcreate\s+(?:unlogged\s+)?table\s+(?:if\s+not\s+exists\s+)?"
+                          r"((?:[`\"\[]?[\w$]+[`\"\]]?\s*\.\s*)?[`\"\[]?[\w$]+[`\"\]]?)", re.IGNORECASE)
+
+
+def ddl_tables(ddl: Path, spec: dict) -> list[tuple[str, str]]:
+    """(namespace, table) of each CREATE TABLE in a DDL file, in order: the tables the source captures. A name
+    without a schema lands in `public` on Postgres and in the source's database on MariaDB/MySQL."""
+    try:
+        text = ddl.read_text()
+    except OSError as exc:
+        raise SandboxError(f"DDL file {ddl} is unreadable: {exc.strerror}", "fix the `ddl:` path in the project file") \
+            from None
+    found = []
+    for match in CREATE_TABLE.finditer(_without_comments(text)):
+        parts = [part.strip().strip('`"[]') for part in match.group(1).split(".")]
+        default = "public" if spec["engine"] == "postgres" else spec["database"]
+        found.append((parts[0], parts[1]) if len(parts) == 2 else (default, parts[0]))
+    if not found:
+        raise SandboxError(f"DDL file {ddl} has no CREATE TABLE statement", "write the tables the source captures")
+    return found
+
+
+def _without_comments(sql: str) -> str:
+    return re.sub(r"--[^\n]*|/\*.*?\*/", " ", sql, flags=re.DOTALL)
+
+
+def _silver_settings(path: Path, table: str, spec: dict) -> SilverSettings:
+    def listed(name: str) -> tuple[str, ...]:
+        value = spec.get(name) or ()
+        return (value,) if isinstance(value, str) else tuple(value)
+
+    unknown = set(spec) - {"record_key", "partition_by", "hive_style", "table_type", "ordering", "deletes", "index",
+                           "replica_identity", "data"}
+    checks = [(not unknown, f"unknown settings {', '.join(sorted(unknown))}"),
+              (spec.get("table_type", TABLE_TYPES[0]) in TABLE_TYPES, f"table_type is one of {', '.join(TABLE_TYPES)}"),
+              (spec.get("deletes", "soft") in ("soft", "hard"), "deletes is soft or hard"),
+              (spec.get("index", "bucket") in INDEXES, f"index is one of {', '.join(INDEXES)}"),
+              (spec.get("replica_identity", "full") in REPLICA_IDENTITIES, "replica_identity is full or default")]
+    for ok, rule in checks:
+        if not ok:
+            raise SandboxError(f"{path}: table {table}: {rule}", "fix the table's entry under `tables:`")
+    partition_by = listed("partition_by")
+    index = spec.get("index", "global_simple" if partition_by else "bucket")
+    return SilverSettings(record_key=listed("record_key"), partition_by=partition_by,
+                          hive_style=bool(spec.get("hive_style", True)), table_type=spec.get("table_type"),
+                          ordering=spec.get("ordering"),
+                          hard_deletes=None if "deletes" not in spec else spec["deletes"] == "hard", index=index,
+                          replica_identity=spec.get("replica_identity", "full"), data=dict(spec.get("data") or {}))
+
+
+def _check_silver_tables(path: Path, sources: dict[str, Source], silver: dict[str, SilverSettings]) -> None:
+    captured = {t.name for source in sources.values() for t in source.tables}
+    unknown = sorted(set(silver) - captured)
+    if unknown:
+        raise SandboxError(f"{path}: `tables:` names {', '.join(unknown)}, which no DDL file creates",
+                           "choose from: " + ", ".join(sorted(captured)))
+
+
+def _hand_over(path: Path, sources: dict[str, Source], absent: str, stand_in: str | None) -> dict[str, Source]:
+    if stand_in is None:
+        raise SandboxError(f"{path}: source {absent} is not available here and names no stand_in",
+                           "give it `stand_in: postgres`, or run its engine (SANDBOX_MSSQL_DSN for SQL Server)")
     host = sources[stand_in]
     moved = tuple(CapturedTable(stand_in, t.namespace, t.name, stand_in=True) for t in sources[absent].tables)
     sources = {name: src for name, src in sources.items() if name != absent}
@@ -199,7 +321,7 @@ class Settings:
         if backend == "compose":
             available.add("mssql")
         engines = {"mysql": "mysql"} if backend == "compose" else None
-        topology = load_topology(available=available, engines=engines)
+        topology = load_topology(project_file(env), available=available, engines=engines)
         return cls(state_dir=state_dir, tools_dir=tools_dir, ports=ports, external_hosts=external,
                    topology=topology, env=env, backend=backend)
 

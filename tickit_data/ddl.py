@@ -6,7 +6,8 @@ on MySQL/MariaDB, brackets on SQL Server.
 
 from __future__ import annotations
 
-from .schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table, get_table
+from .schema import get_table
+from sandbox.schema import BOOL, Column, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Table
 
 POSTGRES = "postgres"
 MYSQL = "mysql"

@@ -20,20 +20,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
-from .schema import (
-    BOOL,
-    DATE,
-    DECIMAL,
-    INT,
-    SMALLINT,
-    STR,
-    TABLES,
-    TIMESTAMP,
-    US_TIMESTAMPS,
-    Column,
-    Table,
-    get_table,
-)
+from sandbox.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column
+from .schema import TABLES, US_TIMESTAMPS, TickitTable as Table, get_table
 
 YEAR = 2008
 YEAR_START = datetime(YEAR, 1, 1)

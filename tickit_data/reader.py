@@ -14,7 +14,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .schema import BOOL, DATE, DECIMAL, INTEGER_RANGES, INT, SMALLINT, STR, TABLES, TIMESTAMP, Column, Table, get_table
+from .schema import TABLES, get_table
+from sandbox.schema import BOOL, Column, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, STR, TIMESTAMP, Table
 
 NULL_TEXT = "\\N"
 

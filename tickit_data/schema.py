@@ -10,20 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Logical column types.
-INT = "int"
-SMALLINT = "smallint"
-STR = "str"
-DECIMAL = "decimal"
-DATE = "date"
-TIMESTAMP = "timestamp"
-BOOL = "bool"
-LOGICAL_TYPES = frozenset({INT, SMALLINT, STR, DECIMAL, DATE, TIMESTAMP, BOOL})
-
-INTEGER_RANGES = {
-    SMALLINT: (-(2**15), 2**15 - 1),
-    INT: (-(2**31), 2**31 - 1),
-}
+from sandbox.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, ForeignKey, Table
 
 # How a TICKIT file writes its timestamps.
 ISO_TIMESTAMPS = "iso"  # 2008-01-25 14:30:00
@@ -33,76 +20,20 @@ US_TIMESTAMPS = "us"  # 2/18/2008 02:36:48 (month and day not zero-padded)
 RESERVED_TABLE_NAMES = frozenset({"user", "date"})
 
 
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str
-    nullable: bool = True
-    max_length: int | None = None  # str only
-    fixed_length: bool = False  # str only: char(n) rather than varchar(n)
-    precision: int | None = None  # decimal only
-    scale: int | None = None  # decimal only
+@dataclass(frozen=True, kw_only=True)
+class TickitTable(Table):
+    """A TICKIT table and how the published TICKIT file encodes it."""
 
-    def __post_init__(self) -> None:
-        if self.type not in LOGICAL_TYPES:
-            raise ValueError(f"column {self.name}: unknown logical type {self.type!r}")
-        if (self.type == STR) != (self.max_length is not None):
-            raise ValueError(f"column {self.name}: max_length is required for str and only for str")
-        if (self.type == DECIMAL) != (self.precision is not None and self.scale is not None):
-            raise ValueError(f"column {self.name}: precision/scale are required for decimal and only for decimal")
-
-    @property
-    def original_sql_type(self) -> str:
-        """The type as written in the original Redshift TICKIT DDL."""
-        if self.type == STR:
-            return f"{'char' if self.fixed_length else 'varchar'}({self.max_length})"
-        if self.type == DECIMAL:
-            return f"decimal({self.precision},{self.scale})"
-        return {INT: "integer", SMALLINT: "smallint", DATE: "date", TIMESTAMP: "timestamp", BOOL: "boolean"}[self.type]
-
-
-@dataclass(frozen=True)
-class ForeignKey:
-    """A logical reference; the referenced table may live on another engine."""
-
-    column: str
-    references_table: str
-    references_column: str
-
-
-@dataclass(frozen=True)
-class Table:
-    name: str  # CDC table name (singular)
     tickit_name: str  # table name in the original Redshift sample
     tickit_file: str
     delimiter: str
     timestamp_style: str
-    columns: tuple[Column, ...]
-    primary_key: tuple[str, ...]
     original_row_count: int
     scales_with_size: bool  # whether the generator's scale option changes its row count
-    foreign_keys: tuple[ForeignKey, ...] = ()
-
-    @property
-    def column_names(self) -> tuple[str, ...]:
-        return tuple(column.name for column in self.columns)
 
     @property
     def is_reserved_word(self) -> bool:
         return self.name in RESERVED_TABLE_NAMES
-
-    def column_index(self, name: str) -> int:
-        try:
-            return self.column_names.index(name)
-        except ValueError:
-            raise KeyError(f"table {self.name} has no column {name!r}") from None
-
-    def column(self, name: str) -> Column:
-        return self.columns[self.column_index(name)]
-
-    @property
-    def primary_key_indexes(self) -> tuple[int, ...]:
-        return tuple(self.column_index(name) for name in self.primary_key)
 
 
 def _int(name: str, nullable: bool = True) -> Column:
@@ -143,7 +74,7 @@ USER_PREFERENCES = (
 )
 
 # Nullability follows the original DDL (NOT NULL only where it said so).
-CATEGORY = Table(
+CATEGORY = TickitTable(
     name="category",
     tickit_name="category",
     tickit_file="category_pipe.txt",
@@ -160,7 +91,7 @@ CATEGORY = Table(
     scales_with_size=False,
 )
 
-VENUE = Table(
+VENUE = TickitTable(
     name="venue",
     tickit_name="venue",
     tickit_file="venue_pipe.txt",
@@ -178,7 +109,7 @@ VENUE = Table(
     scales_with_size=False,
 )
 
-DATE_TABLE = Table(
+DATE_TABLE = TickitTable(
     name="date",
     tickit_name="date",
     tickit_file="date2008_pipe.txt",
@@ -199,7 +130,7 @@ DATE_TABLE = Table(
     scales_with_size=False,
 )
 
-USER = Table(
+USER = TickitTable(
     name="user",
     tickit_name="users",
     tickit_file="allusers_pipe.txt",
@@ -221,7 +152,7 @@ USER = Table(
     scales_with_size=True,
 )
 
-EVENT = Table(
+EVENT = TickitTable(
     name="event",
     tickit_name="event",
     tickit_file="allevents_pipe.txt",
@@ -245,7 +176,7 @@ EVENT = Table(
     ),
 )
 
-LISTING = Table(
+LISTING = TickitTable(
     name="listing",
     tickit_name="listing",
     tickit_file="listings_pipe.txt",
@@ -271,7 +202,7 @@ LISTING = Table(
     ),
 )
 
-SALE = Table(
+SALE = TickitTable(
     name="sale",
     tickit_name="sales",
     tickit_file="sales_tab.txt",
@@ -302,17 +233,17 @@ SALE = Table(
 )
 
 # Parents before children, so loading in this order never breaks a reference.
-TABLES: tuple[Table, ...] = (CATEGORY, VENUE, DATE_TABLE, USER, EVENT, LISTING, SALE)
+TABLES: tuple[TickitTable, ...] = (CATEGORY, VENUE, DATE_TABLE, USER, EVENT, LISTING, SALE)
 TABLE_NAMES: tuple[str, ...] = tuple(table.name for table in TABLES)
 ORIGINAL_ROW_COUNTS: dict[str, int] = {table.name: table.original_row_count for table in TABLES}
 
-_TABLES_BY_ANY_NAME: dict[str, Table] = {
+_TABLES_BY_ANY_NAME: dict[str, TickitTable] = {
     **{table.tickit_name: table for table in TABLES},
     **{table.name: table for table in TABLES},
 }
 
 
-def get_table(table: str | Table) -> Table:
+def get_table(table: str | Table) -> TickitTable:
     """Look a table up by CDC name (`sale`) or original TICKIT name (`sales`)."""
     if isinstance(table, Table):
         return table
@@ -322,7 +253,7 @@ def get_table(table: str | Table) -> Table:
         raise KeyError(f"unknown TICKIT table {table!r}; known: {', '.join(TABLE_NAMES)}") from None
 
 
-def table_for_file(file_name: str) -> Table:
+def table_for_file(file_name: str) -> TickitTable:
     for table in TABLES:
         if table.tickit_file == file_name:
             return table

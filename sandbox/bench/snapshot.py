@@ -15,7 +15,8 @@ from sandbox.errors import SandboxError
 from sandbox.sources.changes import watermarks
 from sandbox.stack.connectors import ConnectClient, connector_config, connector_states, failure_trace
 from sandbox.stack.credentials import login
-from sandbox.stack.databases import connection, placements
+from sandbox.stack.catalog import placements
+from sandbox.stack.databases import connection
 from sandbox.wait import wait_until
 
 SUFFIX = "_bench"

@@ -31,7 +31,8 @@ from sandbox.sources.changes import ChangeReader, end_offsets
 from sandbox.sources.mutations import Change, Mutator, added_column
 from sandbox.sources.positions import position_floor
 from sandbox.sources.registry import RegistryClient
-from sandbox.stack.databases import Placement, table_connection
+from sandbox.stack.catalog import Placement
+from sandbox.stack.databases import table_connection
 from spark_jobs.failures import cause_line
 from tickit_data.ddl import quote
 from tickit_data.schema import get_table

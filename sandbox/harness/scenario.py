@@ -6,13 +6,14 @@ README ("Scenario files"). A malformed file fails with its path, the line and th
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
 import yaml
 
-from sandbox.config import load_topology
+from sandbox.config import load_topology, project_file
 from sandbox.errors import SandboxError
 from sandbox.harness.oracle import Oracle
 from sandbox.harness.pipeline import BatchFailed
@@ -20,7 +21,8 @@ from sandbox.harness.verdict import OracleMismatch
 from sandbox.sources import topics
 from sandbox.sources.changes import ChangeReader, end_offsets
 from sandbox.sources.mutations import LOGICAL_TYPES, Mutator
-from tickit_data.schema import BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, STR, TABLES, TIMESTAMP, get_table
+from tickit_data.schema import TABLES, get_table
+from sandbox.schema import BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, STR, TIMESTAMP
 
 TOP_LEVEL = {"name", "description", "tables", "source", "job", "given", "steps"}
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits"}
@@ -183,7 +185,7 @@ class _Validator:
         return [dict(job) for job in jobs]
 
     def source(self, raw, tables: list[str]) -> None:
-        topology = load_topology()  # as declared, before any stand-in takes tables over
+        topology = load_topology(project_file(os.environ))  # as declared, before any stand-in takes tables over
         if raw["source"] not in topology.sources:
             self.fail(raw, f"unknown source {raw['source']!r}; sources: {', '.join(topology.sources)}", "source")
         elsewhere = [t for t in tables if topology.table(t).source != raw["source"]]

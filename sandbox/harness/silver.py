@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from sandbox.harness.timeline import Commit
 from sandbox.sources.normalize import normalize_column, row_normalizer
 from spark_jobs import queries
-from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table
+from sandbox.schema import BOOL, Column, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Table
 
 Rows = dict[tuple, "tuple | None"]
 META_COLUMNS = ("__deleted", "_hoodie_commit_time", "__op")

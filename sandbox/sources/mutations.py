@@ -22,10 +22,11 @@ from pathlib import Path
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.sources.positions import current_position, position_in, position_range
-from sandbox.stack.databases import Placement, placements, table_connection
+from sandbox.stack.catalog import Placement, placements
+from sandbox.stack.databases import table_connection
 from sandbox.stack.services.sqlserver_cdc import refresh_capture_instance_batch
 from tickit_data.ddl import MYSQL, SQLSERVER, quote
-from tickit_data.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column
+from sandbox.schema import BOOL, Column, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP
 
 KEY_LIMITS = {SMALLINT: 2**15 - 1, INT: 2**31 - 1}  # the largest key each key type holds
 # Debezium operations each mutation kind produces (a key update is a delete of the old key and a create).

@@ -8,7 +8,7 @@ import datetime as dt
 import functools
 from collections.abc import Callable, Iterable
 
-from tickit_data.schema import BOOL, TIMESTAMP, Column, Table
+from sandbox.schema import BOOL, Column, TIMESTAMP, Table
 
 
 def normalizer(column: Column) -> Callable[[object], object] | None:

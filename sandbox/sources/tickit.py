@@ -22,11 +22,12 @@ from pathlib import Path
 from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.sources.normalize import row_normalizer
-from sandbox.stack.databases import Placement, placements, table_connection
+from sandbox.stack.catalog import Placement, placements
+from sandbox.stack.databases import table_connection
 from sandbox.stack.source_tables import create_tables
 from tickit_data import TABLES, TickitFormatError, TickitGenerator, canonical_row_text_formatter, iter_table_rows
 from tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, quote
-from tickit_data.schema import BOOL, Table
+from sandbox.schema import BOOL, Table
 
 CHUNK_ROWS = 50_000
 SQLSERVER_INSERT_ROWS = 500  # rows per INSERT ... VALUES statement (SQL Server takes at most 1000)

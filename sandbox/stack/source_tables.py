@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from sandbox.config import Settings
-from sandbox.stack.databases import placements, table_connection
+from sandbox.stack.catalog import placements
+from sandbox.stack.databases import table_connection
 from sandbox.stack.services.sqlserver import SqlServer
 from tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, create_table, quote
 

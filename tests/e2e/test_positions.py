@@ -12,9 +12,9 @@ import pytest
 from sandbox.config import Settings
 from sandbox.sources.positions import binlog_file_number, binlog_position, position_floor
 from sandbox.stack import databases
-from sandbox.stack.databases import Placement
+from sandbox.stack.catalog import Placement
 from tickit_data.ddl import MYSQL
-from tickit_data.schema import STR, Column
+from sandbox.schema import Column, STR
 
 pytestmark = [pytest.mark.e2e]
 

@@ -10,7 +10,8 @@ import pytest
 from sandbox.harness import fuzz
 from sandbox.harness.scenario import ScenarioError
 from tickit_data.ddl import MYSQL, POSTGRES
-from tickit_data.schema import INTEGER_RANGES, get_table
+from tickit_data.schema import get_table
+from sandbox.schema import INTEGER_RANGES
 
 SOURCES = {"category": POSTGRES, "venue": POSTGRES, "event": POSTGRES, "user": POSTGRES,
            "date": MYSQL, "listing": MYSQL, "sale": MYSQL}

@@ -7,7 +7,7 @@ import pytest
 from sandbox.config import TOPOLOGY_FILE, load_topology
 from sandbox.errors import SandboxError
 from sandbox.sources.mutations import _add_column_sql
-from sandbox.stack.databases import Placement
+from sandbox.stack.catalog import Placement
 from tickit_data import TABLES, get_table
 from tickit_data.ddl import create_table, dialect_of, qualified
 

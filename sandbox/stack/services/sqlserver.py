@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pymssql
 
-from sandbox.config import load_topology
 from sandbox.errors import SandboxError
 from sandbox.stack.databases import connection
 from sandbox.stack.services.base import NativeService
@@ -22,7 +21,7 @@ class SqlServer(NativeService):
 
     def __init__(self, settings):
         super().__init__(settings)
-        self.database = load_topology().sources["mssql"].database  # also when the stand-in holds its tables
+        self.database = settings.topology.declared_databases["mssql"]  # also when the stand-in holds its tables
 
     def command(self) -> list[str]:
         raise SandboxError("SQL Server cannot run natively here",
