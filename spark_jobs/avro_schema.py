@@ -17,6 +17,9 @@ EPOCH_UNITS = {
     "io.debezium.time.NanoTimestamp": "nanos",
 }
 
+ZONED_TIMESTAMP = "io.debezium.time.ZonedTimestamp"  # an instant as ISO text with its offset
+VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"  # {scale, value}: a decimal of any scale
+
 
 def epoch_fields(schema_json: str) -> dict[str, str]:
     """Field name -> the unit of its number (`EPOCH_UNITS`), for the dates and times of a value schema."""

@@ -83,12 +83,10 @@ def timed(watch: Stopwatch, phase: str, work, *args):
 def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id: int) -> dict[str, str]:
     options = {
         "hoodie.table.name": spec.table,
-        "hoodie.datasource.write.table.type": config.table_type,
+        "hoodie.datasource.write.table.type": config.table_type_of(spec),
         "hoodie.datasource.write.operation": "upsert",
         "hoodie.datasource.write.recordkey.field": ",".join(spec.key),
-        "hoodie.datasource.write.precombine.field": "_source_position",
-        "hoodie.datasource.write.partitionpath.field": "",
-        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        "hoodie.datasource.write.precombine.field": spec.ordering or "_source_position",
         "hoodie.datasource.write.commitmeta.key.prefix": COMMIT_META_PREFIX,
         f"{COMMIT_META_PREFIX}max_source_position": str(max_position),
         f"{COMMIT_META_PREFIX}batch_id": str(batch_id),
@@ -101,11 +99,7 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         "hoodie.embed.timeline.server": "false",
         "hoodie.write.markers.type": "DIRECT",
         "hoodie.combine.before.upsert": "false",
-        # A key's file group follows from its hash: no index lookup reading every key of the table per upsert
-        # (README, "The job's settings": p50 3.29 s -> 2.68 s, the backlog 50.7 s -> 43-46 s).
-        "hoodie.index.type": "BUCKET",
-        "hoodie.bucket.index.num.buckets": str(config.buckets_of(spec)),
-        # Bloom filters in the files' footers serve the bloom index only; the bucket index never reads them.
+        # Bloom filters in the files' footers serve the bloom indexes only, which the job does not use.
         "hoodie.parquet.bloom.filter.enabled": "false",
         # Hudi's write support, stamping each file with the Spark version as Spark's own writer does: a Spark session
         # without the sandbox's settings, like a team's own, then reads dates before 1582 and times before 1900 as
@@ -117,19 +111,38 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         # A column dropped in the source stays in silver, NULL in rows written after the drop; without this every
         # batch whose events lack it fails (MissingSchemaFieldException).
         "hoodie.write.set.null.for.missing.columns": "true",
-        BUCKETS_KEY: str(config.buckets_of(spec)),  # `check_layout` reads it back
-    }
+    } | partition_options(spec) | index_options(config, spec)
     if config.retain_commits is None:  # keep every file version: time travel must reach every commit
         options |= {"hoodie.clean.automatic": "false", "hoodie.keep.min.commits": "10000",
                     "hoodie.keep.max.commits": "10001"}
     else:
         options |= {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": str(config.retain_commits)}
-    if config.table_type == "MERGE_ON_READ":
+    if config.table_type_of(spec) == "MERGE_ON_READ":
         options |= {"hoodie.compact.inline": "true",
                     "hoodie.compact.inline.max.delta.commits": str(config.compaction_delta_commits)}
     if config.metastore_uri and config.catalog_database:
         options |= hive_sync_options(config, spec)
     return options
+
+
+def partition_options(spec: TableSpec) -> dict[str, str]:
+    """Unpartitioned, or partitioned by one or several columns (`column=value` folders when Hive-style)."""
+    if not spec.partition_by:
+        return {"hoodie.datasource.write.partitionpath.field": "",
+                "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator"}
+    return {"hoodie.datasource.write.partitionpath.field": ",".join(spec.partition_by),
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator",
+            "hoodie.datasource.write.hive_style_partitioning": str(spec.hive_style).lower()}
+
+
+def index_options(config: JobConfig, spec: TableSpec) -> dict[str, str]:
+    if spec.bucketed:
+        # A key's file group follows from its hash: no index lookup reading every key of the table per upsert.
+        return {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": str(config.buckets_of(spec)),
+                BUCKETS_KEY: str(config.buckets_of(spec))}  # `check_layout` reads it back
+    # A global index finds a key in whichever partition holds it: a row whose partition value changes is deleted
+    # from its old partition and written to its new one, never held twice.
+    return {"hoodie.index.type": "GLOBAL_SIMPLE", "hoodie.simple.index.update.partition.path": "true"}
 
 
 def hive_sync_options(config: JobConfig, spec: TableSpec) -> dict[str, str]:
@@ -140,7 +153,16 @@ def hive_sync_options(config: JobConfig, spec: TableSpec) -> dict[str, str]:
             "hoodie.datasource.hive_sync.metastore.uris": config.metastore_uri,
             "hoodie.datasource.hive_sync.database": config.catalog_database,
             "hoodie.datasource.hive_sync.table": spec.table,
-            "hoodie.datasource.hive_sync.partition_extractor_class": "org.apache.hudi.hive.NonPartitionedExtractor"}
+            **hive_partitions(spec)}
+
+
+def hive_partitions(spec: TableSpec) -> dict[str, str]:
+    if not spec.partition_by:
+        return {"hoodie.datasource.hive_sync.partition_extractor_class": "org.apache.hudi.hive.NonPartitionedExtractor"}
+    extractor = "MultiPartKeysValueExtractor" if spec.hive_style or len(spec.partition_by) > 1 else \
+        "SinglePartPartitionValueExtractor"
+    return {"hoodie.datasource.hive_sync.partition_fields": ",".join(spec.partition_by),
+            "hoodie.datasource.hive_sync.partition_extractor_class": f"org.apache.hudi.hive.{extractor}"}
 
 
 def latest_per_key(rows: DataFrame, spec: TableSpec) -> DataFrame:
@@ -169,11 +191,12 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
         truncated_at = None if config.ignore_truncates else extent["truncated_at"]
         if truncated_at is not None:
             rows = truncated(spark, config, spec, rows, kafka_named(positioned.filter(truncate)), truncated_at)
-        if config.hard_deletes and rows is not None:
+        if config.hard_deletes_of(spec) and rows is not None:
             rows = rows.withColumn("_hoodie_is_deleted", F.col("__deleted") == F.lit("true"))
     if not count or rows is None:  # nothing, or a truncate of a table silver does not hold yet
         return {"rows": 0}
-    check_layout(spark, config.silver_path(spec.table), config.buckets_of(spec), config.buckets)
+    if spec.bucketed:
+        check_layout(spark, config.silver_path(spec.table), config.buckets_of(spec), config.buckets)
     with watch.phase("upsert"):
         rows.write.format("hudi").options(**hudi_options(config, spec, reached, batch_id)) \
             .mode("append").save(config.silver_path(spec.table))

@@ -14,10 +14,10 @@ from functools import reduce
 
 import requests
 from pyspark.sql import Column, DataFrame, functions as F
-from pyspark.sql.types import IntegerType, LongType, StructType
+from pyspark.sql.types import IntegerType, LongType, StringType, StructType
 from pyspark.sql.avro.functions import from_avro
 
-from spark_jobs.avro_schema import epoch_fields, is_envelope
+from spark_jobs.avro_schema import VARIABLE_SCALE_DECIMAL, ZONED_TIMESTAMP, epoch_fields, is_envelope, semantic_types
 from spark_jobs.job_config import REGISTRY_RETRY_PAUSES
 
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]
@@ -192,15 +192,39 @@ def _merged(records: DataFrame, known: list[tuple[int, str]]) -> DataFrame:
 
 def _typed_fields(fields: StructType, schema_json: str, record: str | None = None) -> dict[str, Column]:
     """Each field (of the struct column `record`, if given), Debezium's dates and times carried as Avro numbers
-    (`EPOCH_UNITS`) turned back into dates and timestamps."""
-    units = epoch_fields(schema_json)
+    (`EPOCH_UNITS`) turned back into dates and timestamps, its zoned timestamps (ISO text) into instants and its
+    decimals of any scale (a struct of scale and digits) into their exact text."""
+    units, semantic = epoch_fields(schema_json), semantic_types(schema_json)
     typed = {}
     for f in fields.fields:
         name = f"`{record}`.`{f.name}`" if record else f"`{f.name}`"
         # A field that is no number came from from_avro as a date or timestamp already (an Avro logical type).
         is_epoch = f.name in units and isinstance(f.dataType, (IntegerType, LongType))
-        typed[f.name] = _from_epoch(name, units[f.name]) if is_epoch else F.col(name)
+        if is_epoch:
+            typed[f.name] = _from_epoch(name, units[f.name])
+        elif semantic.get(f.name) == ZONED_TIMESTAMP and isinstance(f.dataType, StringType):
+            typed[f.name] = F.col(name).cast("timestamp")  # the text carries its offset: no session zone applies
+        elif semantic.get(f.name) == VARIABLE_SCALE_DECIMAL and isinstance(f.dataType, StructType):
+            typed[f.name] = variable_scale_text(F.col(name))
+        else:
+            typed[f.name] = F.col(name)
     return typed
+
+
+def variable_scale_text(struct: Column) -> Column:
+    """Debezium's VariableScaleDecimal (a scale and the big-endian two's-complement digits) as exact text. A Python
+    function, run only for columns of this kind (Spark SQL converts no bytes this wide); self-contained, so that an
+    executor runs it without this module."""
+
+    def exact_text(value):
+        from decimal import Decimal
+
+        if value is None or value["scale"] is None or value["value"] is None:
+            return None
+        digits, scale = int.from_bytes(value["value"], "big", signed=True), value["scale"]
+        return format(Decimal(f"{digits}E-{scale}") if scale else Decimal(digits), "f")
+
+    return F.udf(exact_text, StringType())(struct)
 
 
 def _envelope_fields(fields: StructType, schema_json: str, record: str) -> dict[str, Column]:

@@ -27,7 +27,10 @@ A JSON file (`--config`) holds:
                                            the batch stops (default 0.25, 0.5, 1, 2, 4: about 8 s)
   kafka_options                            more options of the Kafka source, e.g. {"kafka.request.timeout.ms":
                                            "10000"} (`kafka.`-prefixed ones go to Kafka's consumer and admin client)
-  tables: [{topic, table, key: [columns], position: "lsn" | "binlog", buckets (optional)}]
+  tables: [{topic, table, key: [columns], position: "lsn" | "binlog" | "sqlserver", and optionally:
+            buckets, partition_by: [columns], hive_style (default true), table_type, hard_deletes,
+            index: "bucket" (default) | "global_simple" (a row whose partition value changes moves), ordering (a
+            column Hudi orders a key's versions by, instead of the source position)}]
 """
 
 from __future__ import annotations
@@ -46,6 +49,37 @@ class TableSpec:
     key: tuple[str, ...]
     position: str  # lsn (Postgres), binlog (MySQL/MariaDB) or sqlserver (commit LSN, change LSN, serial)
     buckets: int | None = None  # this table's file groups, instead of the job's `buckets`
+    partition_by: tuple[str, ...] = ()
+    hive_style: bool = True  # partition folders named `column=value`
+    table_type: str | None = None  # instead of the job's
+    hard_deletes: bool | None = None  # instead of the job's
+    index: str = "bucket"
+    ordering: str | None = None
+
+    OPTIONAL = ("buckets", "partition_by", "hive_style", "table_type", "hard_deletes", "index", "ordering")
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> "TableSpec":
+        unknown = set(raw) - {"topic", "table", "key", "position", *cls.OPTIONAL}
+        if unknown:
+            raise ValueError(f"table {raw.get('table')}: unknown settings {', '.join(sorted(unknown))}")
+        optional = {name: raw[name] for name in cls.OPTIONAL if raw.get(name) is not None}
+        if "partition_by" in optional:
+            optional["partition_by"] = tuple(optional["partition_by"])
+        return cls(raw["topic"], raw["table"], tuple(raw["key"]), raw["position"], **optional)
+
+    def to_dict(self) -> dict:
+        raw = {"topic": self.topic, "table": self.table, "key": list(self.key), "position": self.position}
+        defaults = TableSpec("", "", (), "")
+        for name in self.OPTIONAL:
+            if getattr(self, name) != getattr(defaults, name):
+                value = getattr(self, name)
+                raw[name] = list(value) if isinstance(value, tuple) else value
+        return raw
+
+    @property
+    def bucketed(self) -> bool:
+        return self.index == "bucket"
 
 
 @dataclass(frozen=True)
@@ -95,6 +129,12 @@ class JobConfig:
     def buckets_of(self, spec: TableSpec) -> int:
         return spec.buckets or self.buckets
 
+    def table_type_of(self, spec: TableSpec) -> str:
+        return spec.table_type or self.table_type
+
+    def hard_deletes_of(self, spec: TableSpec) -> bool:
+        return self.hard_deletes if spec.hard_deletes is None else spec.hard_deletes
+
     def spec(self, table: str) -> TableSpec:
         for spec in self.tables:
             if spec.table == table:
@@ -103,8 +143,7 @@ class JobConfig:
 
     @classmethod
     def from_dict(cls, raw: dict) -> "JobConfig":
-        tables = tuple(TableSpec(t["topic"], t["table"], tuple(t["key"]), t["position"], t.get("buckets"))
-                       for t in raw["tables"])
+        tables = tuple(TableSpec.from_dict(t) for t in raw["tables"])
         known = {f for f in cls.__dataclass_fields__ if f != "tables"}
         unknown = set(raw) - known - {"tables"}
         if unknown:
@@ -121,8 +160,7 @@ class JobConfig:
 
     def to_dict(self) -> dict:
         raw = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        raw["tables"] = [{"topic": t.topic, "table": t.table, "key": list(t.key), "position": t.position}
-                         | ({"buckets": t.buckets} if t.buckets else {}) for t in self.tables]
+        raw["tables"] = [t.to_dict() for t in self.tables]
         raw["jars"] = list(self.jars)
         raw["registry_retry_pauses"] = list(self.registry_retry_pauses)
         return raw

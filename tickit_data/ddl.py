@@ -7,7 +7,7 @@ on MySQL/MariaDB, brackets on SQL Server.
 from __future__ import annotations
 
 from .schema import get_table
-from sandbox.schema import BOOL, Column, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Table
+from sandbox.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table
 
 POSTGRES = "postgres"
 MYSQL = "mysql"

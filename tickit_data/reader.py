@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .schema import TABLES, get_table
-from sandbox.schema import BOOL, Column, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, STR, TIMESTAMP, Table
+from sandbox.schema import BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, STR, TIMESTAMP, Column, Table
 
 NULL_TEXT = "\\N"
 

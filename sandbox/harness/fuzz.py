@@ -32,7 +32,7 @@ from sandbox.harness import scenario as scenarios
 from sandbox.sources.mutations import added_column, random_value
 from spark_jobs.failures import cause_line
 from tickit_data.schema import get_table
-from sandbox.schema import BOOL, Column, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, TIMESTAMP, Table
+from sandbox.schema import BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, TIMESTAMP, Column, Table
 
 FUZZ_KEY_BASE = {SMALLINT: 30_000, INT: 2_000_000_000}  # above every TICKIT key
 FUZZ_KEYS_PER_TABLE = 24

@@ -9,15 +9,15 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sandbox.config import PROJECT_ROOT, Settings
+from sandbox.config import PROJECT_ROOT, CapturedTable, Settings
 from sandbox.errors import SandboxError
 from sandbox.harness import class_archive
 from sandbox.harness.checkpoint import delete_prefix, on_s3, split_uri, unvouched_batch
 from sandbox.stack import jvm
+from sandbox.stack.catalog import table_schema
 from sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY, s3_client
 from spark_jobs.job_config import JobConfig, TableSpec
 from spark_jobs.session import driver_conf
-from tickit_data import get_table
 
 JOB_FILE = PROJECT_ROOT / "spark_jobs" / "cdc_hudi_job.py"
 JOB_FAILED = "job failed: "  # begins the line naming the cause of a failed run
@@ -43,10 +43,7 @@ def job_config(settings: Settings, lake: str | None = None, only: list[str] | No
     for captured in topology.tables:
         if only is not None and captured.name not in only:
             continue
-        engine = topology.sources[captured.source].engine
-        tables.append(TableSpec(topic=topology.topic(captured.namespace, captured.name), table=captured.name,
-                                key=get_table(captured.name).primary_key, position=POSITION_KIND[engine],
-                                buckets=TABLE_BUCKETS.get(captured.name)))
+        tables.append(table_spec(settings, captured))
     return JobConfig(
         kafka_bootstrap=settings.endpoint("kafka").address,
         registry_url=settings.registry_api_url,
@@ -58,8 +55,21 @@ def job_config(settings: Settings, lake: str | None = None, only: list[str] | No
         jars=tuple(str(p) for p in sorted((jvm.artifacts_dir(settings) / "spark").glob("*.jar"))),
         extra_spark_conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                           **CHECKPOINT_MANAGER},
-        **options,
+        **({"catalog_database": topology.catalog_database} | options),
     )
+
+
+def table_spec(settings: Settings, captured: CapturedTable) -> TableSpec:
+    """A table's entry in the job's config: its record key (the primary key unless the project file names one),
+    its position kind and its silver settings."""
+    topology = settings.topology
+    silver = topology.silver_of(captured.name)
+    return TableSpec(topic=topology.topic(captured.namespace, captured.name), table=captured.name,
+                     key=silver.record_key or table_schema(settings, captured.name).primary_key,
+                     position=POSITION_KIND[topology.sources[captured.source].engine],
+                     buckets=TABLE_BUCKETS.get(captured.name) if topology.is_tickit else None,
+                     partition_by=silver.partition_by, hive_style=silver.hive_style, table_type=silver.table_type,
+                     hard_deletes=silver.hard_deletes, index=silver.index, ordering=silver.ordering)
 
 
 def check_lake_bucket(settings: Settings, config: JobConfig) -> None:

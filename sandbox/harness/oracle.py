@@ -31,11 +31,10 @@ from sandbox.sources.changes import ChangeReader, end_offsets
 from sandbox.sources.mutations import Change, Mutator, added_column
 from sandbox.sources.positions import position_floor
 from sandbox.sources.registry import RegistryClient
-from sandbox.stack.catalog import Placement
+from sandbox.stack.catalog import Placement, table_schema
 from sandbox.stack.databases import table_connection
 from spark_jobs.failures import cause_line
 from tickit_data.ddl import quote
-from tickit_data.schema import get_table
 
 TABLE_CHECK_THREADS = 4
 HUDI_RS_ERROR = "HudiCoreError"  # what hudi-rs raises (its module does not export the class)
@@ -133,7 +132,7 @@ class Oracle:
                 self.mutator.touch(table)
         new = [t for t in tables if t not in self.shapes]
         for table in new:
-            self.shapes[table] = Shape(get_table(table))
+            self.shapes[table] = Shape(table_schema(self.settings, table))
             self.pending[table] = set()
             self.settled[table] = set()
             self.recorded[table] = []
@@ -306,7 +305,9 @@ class Oracle:
         self.pending[table] = set()
 
     def _key(self, table: str, key: dict) -> tuple:
-        return tuple(key[k] for k in self.shapes[table].table.primary_key)
+        """A key as the journal or an event gives it (a decimal as text, say), in the compared types."""
+        shape = self.shapes[table]
+        return shape.key_of(shape.from_journal(key))
 
     def _locate(self, changes: list[Change], targets: dict[str, int], deadline: float) -> dict[str, tuple[int, int]]:
         """The Kafka (partition, offset) of each target table's last event of the round, read from its topic; the
@@ -416,7 +417,7 @@ class Oracle:
     def _check_changes(self, previous: Recorded, entry: Recorded, readers: list | None = None) -> None:
         shape = entry.shape
         expected = {key: entry.state.get(key) for key in entry.changed}
-        if self.pipeline.config.hard_deletes:
+        if self.hard_deletes(entry.table):
             expected = {key: row for key, row in expected.items() if row is not None}
         unchanged = {key: entry.state.get(key) for key in entry.redelivered}
         self._check(f"incremental after {previous.commit.instant}", entry,
@@ -445,10 +446,15 @@ class Oracle:
         expectation = Expectation(entry.shape, expected, self.mutator.placement(entry.table).dialect,
                                   deleted=entry.deleted, truncated=entry.truncated, live_keys=entry.state.keys(),
                                   live_only=live_only,
-                                  unchanged=unchanged or {}, hard_deletes=self.pipeline.config.hard_deletes,
+                                  unchanged=unchanged or {}, hard_deletes=self.hard_deletes(entry.table),
                                   arrow_tables=entry.arrow_tables if expected is entry.state else {})
         judge(self._where(what, entry), expectation, batches_by_reader,
               on_rows_built=lambda name, seconds: self._count_read(name, seconds, 0))
+
+    def hard_deletes(self, table: str) -> bool:
+        """Whether the job drops deleted rows of this table (its own setting, else the job's)."""
+        config = self.pipeline.config
+        return config.hard_deletes_of(config.spec(table))
 
     def _where(self, what: str, entry: Recorded) -> str:
         position = entry.commit.max_source_position
@@ -532,6 +538,14 @@ def reread_from(floor: dict[int, int], previous: Commit, since: list[Commit], ba
     return start
 
 
+def _key_in(dialect: str, key_columns: tuple[str, ...], count: int) -> str:
+    """`key IN (...)`, or `(a, b) IN ((...), ...)` for a composite key."""
+    if len(key_columns) == 1:
+        return f"{quote(dialect, key_columns[0])} IN ({', '.join(['%s'] * count)})"
+    row = "(" + ", ".join(["%s"] * len(key_columns)) + ")"
+    return f"({', '.join(quote(dialect, c) for c in key_columns)}) IN ({', '.join([row] * count)})"
+
+
 def read_source(settings: Settings, placement: Placement, shape: Shape, keys: set[tuple] | None = None) -> list[tuple]:
     """The source table's rows in the compared columns (all rows, or those with the given keys)."""
     columns = ", ".join(quote(placement.dialect, c) for c in shape.source_columns)
@@ -540,9 +554,8 @@ def read_source(settings: Settings, placement: Placement, shape: Shape, keys: se
     if keys is not None:
         if not keys:
             return []
-        (pk,) = shape.table.primary_key
-        sql += f" WHERE {quote(placement.dialect, pk)} IN ({', '.join(['%s'] * len(keys))})"
-        params = tuple(k[0] for k in keys)
+        sql += " WHERE " + _key_in(placement.dialect, shape.table.primary_key, len(keys))
+        params = tuple(value for key in keys for value in key)
     with table_connection(settings, placement) as conn:
         with conn.cursor() as cur:
             cur.execute(sql, params)

@@ -33,7 +33,7 @@ from spark_jobs import cdc_hudi_job, queries
 from spark_jobs.failures import cause_line
 from spark_jobs.job_config import JobConfig
 from spark_jobs.session import spark_session
-from tickit_data import get_table
+from sandbox.stack.catalog import table_schema
 
 # The harness's in-process job gives up on an unreachable S3 within seconds: a test that stops the stack under a
 # running job gets it back at once. With S3A's defaults (20 SDK attempts within each of 7 S3A retries) a stop under
@@ -393,6 +393,6 @@ class Pipeline:
 
     def live_rows(self, frame, table: str) -> list[tuple]:
         """Rows not soft-deleted, in the source table's columns and Python types, in key order."""
-        schema = get_table(table)
+        schema = table_schema(self.settings, table)
         rows = frame.filter("__deleted IS NULL OR __deleted != 'true'").select(*schema.column_names).collect()
         return normalized_rows(schema, [tuple(row) for row in rows])

@@ -25,7 +25,7 @@ from sandbox.harness.oracle import RUN_STATS, Oracle
 from sandbox.sources import tickit
 from sandbox.sources.mutations import Mutator
 from sandbox.sources.registry import RegistryClient
-from sandbox.stack import databases
+from sandbox.stack import catalog, databases
 from sandbox.stack.connectors import ConnectClient
 from sandbox.stack.services.localstack import s3_client
 
@@ -104,7 +104,7 @@ def sandbox(request, sandbox_settings: Settings):
 
 
 def _source_client(settings: Settings, table: str):
-    with databases.table_connection(settings, databases.placement_of(settings, table)) as conn:
+    with databases.table_connection(settings, catalog.placement_of(settings, table)) as conn:
         yield conn
 
 
@@ -156,8 +156,13 @@ def lake_bucket(sandbox: Settings) -> str:
 
 @pytest.fixture(scope="session")
 def tickit_loaded(request, sandbox: Settings):
-    """The source databases hold generated TICKIT (seed 0, original size, or `--sandbox-tickit-scale` of it in an
-    ephemeral sandbox); returns what the load did."""
+    """The source databases hold the project's rows: a project's data files or generated rows (a table holding
+    rows keeps them); for TICKIT generated TICKIT (seed 0, original size, or `--sandbox-tickit-scale` of it in an
+    ephemeral sandbox). Returns what the load did."""
+    if not sandbox.topology.is_tickit:
+        from sandbox.sources import project_data
+
+        return project_data.load(sandbox)
     scale = request.config.getoption("--sandbox-tickit-scale")
     if not 0 < scale <= 1.0:
         raise pytest.UsageError(f"--sandbox-tickit-scale takes a size above 0 and up to 1.0, not {scale}")

@@ -524,7 +524,7 @@ def _expect(step: Step, oracle: Oracle, entries: dict, time_travel: bool) -> Non
                 for kind in ("rows", "deleted", "absent") for row in spec.get(kind, [])}
         for reader in oracle.readers:
             rows = reader.as_of(entry.shape, entry.commit, keys) if time_travel else reader.snapshot(entry.shape, keys)
-            problems = _unmet(entry.shape, spec, rows, oracle.pipeline.config.hard_deletes)
+            problems = _unmet(entry.shape, spec, rows, oracle.hard_deletes(table))
             if problems:
                 raise ExpectationUnmet(f"line {step.line}, check {label!r}, {table} ({reader.name}, {how}):\n"
                                        + "\n".join(problems))

@@ -11,6 +11,7 @@ mismatch, which is several times faster than building a dictionary of every row.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
@@ -22,7 +23,8 @@ import pyarrow.compute as pc
 from sandbox.harness.timeline import Commit
 from sandbox.sources.normalize import normalize_column, row_normalizer
 from spark_jobs import queries
-from sandbox.schema import BOOL, Column, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Table
+from sandbox.schema import (BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP,
+                            TIMESTAMPTZ, UUID, Column, Table)
 
 Rows = dict[tuple, "tuple | None"]
 META_COLUMNS = ("__deleted", "_hoodie_commit_time", "__op")
@@ -73,12 +75,14 @@ class Shape:
         typed = []
         for column in self.table.columns:
             value = values.get(column.name)
-            if isinstance(value, str) and column.type == DECIMAL:
+            if isinstance(value, str) and column.type in (DECIMAL, NUMBER) and column.carried != "double":
                 value = Decimal(value)
             elif isinstance(value, str) and column.type == DATE:
                 value = dt.date.fromisoformat(value[:10])
-            elif isinstance(value, str) and column.type == TIMESTAMP:
+            elif isinstance(value, str) and column.type in (TIMESTAMP, TIMESTAMPTZ):
                 value = dt.datetime.fromisoformat(value)
+            elif isinstance(value, str) and column.type == BYTES:
+                value = base64.b64decode(value)  # as the journal writes bytes (`mutations._json_value`)
             typed.append(value)
         return self.normalize(typed)
 
@@ -186,11 +190,12 @@ def arrow_rows(shape: Shape, batches, keys: set[tuple] | None = None) -> Rows:
 
 
 def _at_keys(shape: Shape, table: pa.Table, keys: set[tuple]) -> pa.Table:
-    """The rows at `keys`; the whole table where the keys do not fit the key column's type (the rows then show it)."""
-    (column,) = shape.table.primary_key
+    """The rows at `keys`, chosen by the key's first column (a composite key's other columns are matched once the
+    rows are Python values); the whole table where the keys do not fit the column's type (the rows then show it)."""
+    column = shape.table.primary_key[0]
     try:
-        wanted = pa.array([key[0] for key in keys], type=table.column(column).type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, KeyError):
+        wanted = pa.array(list({key[0] for key in keys}), type=table.column(column).type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, KeyError):
         return table
     return table.filter(pc.is_in(table.column(column), value_set=wanted))
 
@@ -207,21 +212,19 @@ def _values(shape: Shape, table: pa.Table, name: str) -> list:
 
 
 def arrow_type(column: Column, dialect: str) -> pa.DataType:
-    """The type a silver column must have, as both readers give it: what Debezium's Avro and the job make of the
-    source type. Avro has no 16-bit integer, so smallint arrives as int; MySQL's boolean is tinyint(1), which the
-    connectors capture as a boolean however they learned the column (`fixtures/connectors/mariadb.json`); times are
-    UTC microseconds."""
-    if column.type in (INT, SMALLINT):
-        return pa.int32()
-    if column.type == STR:
-        return pa.string()
+    """The type a silver column must have, as both readers give it: what Debezium's Avro (under the connector's
+    settings, `Column.carried`) and the job make of the source type. Avro has no 16-bit integer, so smallint arrives
+    as int; MySQL's boolean is tinyint(1), which the connectors capture as a boolean however they learned the column
+    (`fixtures/connectors/mariadb.json`); times are UTC microseconds; a decimal of any scale is its exact text."""
+    carried = {"string": pa.string(), "double": pa.float64(), "base64": pa.string(), "hex": pa.string()}
+    if column.carried in carried:
+        return carried[column.carried]
+    own = {INT: pa.int32(), SMALLINT: pa.int32(), BIGINT: pa.int64(), STR: pa.string(), NUMBER: pa.string(),
+           JSON: pa.string(), UUID: pa.string(), BYTES: pa.binary(), DATE: pa.date32(), BOOL: pa.bool_(),
+           TIMESTAMP: pa.timestamp("us", tz="UTC"), TIMESTAMPTZ: pa.timestamp("us", tz="UTC")}
     if column.type == DECIMAL:
         return pa.decimal128(column.precision, column.scale)
-    if column.type == DATE:
-        return pa.date32()
-    if column.type == TIMESTAMP:
-        return pa.timestamp("us", tz="UTC")
-    return pa.bool_()
+    return own[column.type]
 
 
 def wrong_types(shape: Shape, schema: pa.Schema, dialect: str) -> list[str]:
@@ -281,7 +284,7 @@ def live_table(shape: Shape, batches) -> pa.Table:
     if any(k not in table.column_names for k in keys):
         raise NotComparableAsArrow("key column missing")
     if len(keys) != 1 or pc.count_distinct(table.column(keys[0])).as_py() != table.num_rows:
-        raise NotComparableAsArrow("a key held more than once: which version is current is decided row by row")
+        raise NotComparableAsArrow("a composite key, or a key held more than once: compared row by row")
     if "__deleted" in table.column_names:
         table = table.filter(pc.fill_null(pc.not_equal(table.column("__deleted"), "true"), True))
     columns = [_normalized_column(shape, table, name) for name in shape.columns]
@@ -296,6 +299,8 @@ def _normalized_column(shape: Shape, table: pa.Table, name: str) -> pa.ChunkedAr
     if pa.types.is_timestamp(column.type) and column.type.tz:
         return column.cast(pa.timestamp(column.type.unit))
     spec = shape.table.column(name)
+    if spec.type not in (BOOL, INT, SMALLINT, BIGINT, STR, DATE, DECIMAL) or spec.carried:
+        raise NotComparableAsArrow(f"column {name} ({spec.type}) is compared as Python values")
     if spec.type == BOOL:
         if pa.types.is_boolean(column.type):
             return column

@@ -9,13 +9,15 @@ entry).
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import os
 import random
 import threading
+import uuid
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -26,9 +28,10 @@ from sandbox.stack.catalog import Placement, placements
 from sandbox.stack.databases import table_connection
 from sandbox.stack.services.sqlserver_cdc import refresh_capture_instance_batch
 from tickit_data.ddl import MYSQL, SQLSERVER, quote
-from sandbox.schema import BOOL, Column, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP
+from sandbox.schema import (BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR,
+                            TIMESTAMP, TIMESTAMPTZ, UUID, Column)
 
-KEY_LIMITS = {SMALLINT: 2**15 - 1, INT: 2**31 - 1}  # the largest key each key type holds
+KEY_LIMITS = {SMALLINT: 2**15 - 1, INT: 2**31 - 1, BIGINT: 2**63 - 1}  # the largest key each key type holds
 # Debezium operations each mutation kind produces (a key update is a delete of the old key and a create).
 DEBEZIUM_OPS = {"insert": ["c"], "update": ["u"], "delete": ["d"], "update_key": ["d", "c"], "add_column": [],
                 "drop_column": [], "truncate": ["t"]}
@@ -58,7 +61,24 @@ class Change:
         if op == "t":  # a truncate's event has no key
             return position_in(self.position, event_value)
         key = self.key if op == "d" else (self.new_key or self.key)
-        return event_key == key and position_in(self.position, event_value)
+        return same_key(event_key, key) and position_in(self.position, event_value)
+
+
+def same_key(event_key: dict | None, journaled: dict) -> bool:
+    """An event's key is the journaled one: the journal keeps a decimal as text and bytes as base64."""
+    if event_key is None or set(event_key) != set(journaled):
+        return False
+    return all(_same_value(event_key[name], journaled[name]) for name in journaled)
+
+
+def _same_value(value, journaled) -> bool:
+    if value == journaled or not isinstance(journaled, str):
+        return value == journaled
+    if isinstance(value, (Decimal, int)) and not isinstance(value, bool):
+        return value == Decimal(journaled)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode() == journaled
+    return False
 
 
 class Journal:
@@ -134,6 +154,10 @@ def _json_value(value):
         return str(value)
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, uuid.UUID):
+        return str(value)
     raise TypeError(f"cannot journal a {type(value).__name__}")
 
 
@@ -225,9 +249,7 @@ class Mutator:
 
     def _random_insert(self, p: Placement, rng: random.Random) -> Change:
         template = self._random_row(p, rng)
-        (pk,) = p.table.primary_key
-        values = {c.name: template[c.name] for c in p.table.columns}
-        values[pk] = self.next_key(p.table.name)
+        values = {c.name: template[c.name] for c in p.table.columns} | self.new_key(p.table.name, rng)
         for column in self._free_columns(p, rng):
             values[column.name] = random_value(column, rng)
         return self.insert(p.table.name, values)
@@ -322,7 +344,7 @@ class Mutator:
         with conn.cursor() as cur:
             if self.source_clock is not None:
                 _set_session_clock(cur, p.dialect, self.source_clock)
-            cur.execute(sql, params)
+            cur.execute(sql, tuple(sql_parameter(p.dialect, value) for value in params))
             affected = cur.rowcount
             if self.source_clock is not None:
                 _set_session_clock(cur, p.dialect, None)
@@ -380,6 +402,20 @@ class Mutator:
     def sample_row(self, table: str, rng: random.Random) -> dict:
         return self._random_row(self.placement(table), rng)
 
+    def new_key(self, table: str, rng: random.Random) -> dict:
+        """A key no row has: above every existing one for a single integer key, else drawn from the key columns'
+        types until free."""
+        p = self.placement(table)
+        key_columns = [p.table.column(name) for name in p.table.primary_key]
+        if len(key_columns) == 1 and key_columns[0].type in KEY_LIMITS:
+            return {key_columns[0].name: self.next_key(table)}
+        with table_connection(self.settings, p) as conn:
+            for _ in range(100):
+                key = {c.name: random_value(replace(c, nullable=False), rng) for c in key_columns}
+                if self._read_row(conn, p, key) is None:
+                    return key
+        raise SandboxError(f"no free key of {table} found in 100 draws", "delete rows of the table, or reload it")
+
     def next_key(self, table: str) -> int:
         """A key above every existing one, or, when that would not fit the key's type, the lowest one free."""
         p = self.placement(table)
@@ -424,20 +460,26 @@ class Mutator:
                 return cur.fetchone()[0]
 
     def _random_row(self, p: Placement, rng: random.Random) -> dict:
-        (pk,) = p.table.primary_key
-        column = quote(p.dialect, pk)
+        column = ", ".join(quote(p.dialect, name) for name in p.table.primary_key)
         with table_connection(self.settings, p) as conn:
             with conn.cursor() as cur:
                 cur.execute(f"SELECT COUNT(*) FROM {p.name}")
                 (count,) = cur.fetchone()
                 if not count:
-                    raise SandboxError(f"{p.table.name} is empty", "load TICKIT first: `sandbox load`")
+                    raise SandboxError(f"{p.table.name} is empty", "load its rows first: `sandbox load`")
                 # Every row equally likely: a draw between the smallest and largest key favours the rows after gaps
                 # (the fuzzer's keys lie far above TICKIT's), and drew the same two rows again and again.
                 page = "OFFSET %s ROWS FETCH NEXT 1 ROWS ONLY" if p.dialect == SQLSERVER else "LIMIT 1 OFFSET %s"
                 cur.execute(f"SELECT * FROM {p.name} ORDER BY {column} {page}", (rng.randrange(count),))
                 names = [d[0] for d in cur.description]
                 return dict(zip(names, cur.fetchone()))
+
+
+def sql_parameter(dialect: str, value):
+    """A JSON value (a dict or list, as drivers read it) as the JSON text the column takes."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return value
 
 
 def _set_session_clock(cur, dialect: str, at: dt.datetime | None) -> None:
@@ -488,17 +530,49 @@ def _sql_type(dialect: str, logical_type: str) -> str:
 
 
 def random_value(column: Column, rng: random.Random):
+    """A value of the column's type within its limits; now and then one of its edges."""
     if column.nullable and rng.random() < 0.1:
         return None
-    if column.type in (INT, SMALLINT):
-        return rng.randint(0, 30_000)
+    edge = rng.random() < 0.1
+    if column.type in (INT, SMALLINT, BIGINT):
+        low, high = (0, INTEGER_RANGES[column.type][1]) if column.unsigned else INTEGER_RANGES[column.type]
+        return rng.choice([low, high, 0]) if edge else rng.randint(0, 30_000)
     if column.type == DECIMAL:
-        return Decimal(rng.randint(0, 10 ** (column.precision - column.scale) * 100 - 1)).scaleb(-column.scale)
+        largest = 10 ** column.precision - 1
+        low = 0 if column.unsigned else -largest
+        if column.unsigned and column.precision == 20 and column.scale == 0:  # bigint unsigned
+            largest = 2**64 - 1
+        digits = rng.choice([low, largest, 0]) if edge else rng.randint(0, min(largest, 10**6 * 10**column.scale))
+        return _exact(digits, column.scale)
+    if column.type == NUMBER:
+        return _exact(rng.randint(-10**30, 10**30), rng.randint(0, 20)) if edge else \
+            _exact(rng.randint(0, 10**8), rng.randint(0, 6))
     if column.type == DATE:
-        return dt.date(2008, 1, 1) + dt.timedelta(days=rng.randint(0, 365))
-    if column.type == TIMESTAMP:
-        return dt.datetime(2008, 1, 1) + dt.timedelta(seconds=rng.randint(0, 366 * 86400 - 1))
+        return rng.choice([dt.date(1, 1, 1), dt.date(9999, 12, 31)]) if edge else \
+            dt.date(2008, 1, 1) + dt.timedelta(days=rng.randint(0, 365))
+    if column.type in (TIMESTAMP, TIMESTAMPTZ):
+        moment = dt.datetime(2008, 1, 1) + dt.timedelta(seconds=rng.randint(0, 366 * 86400 - 1),
+                                                        microseconds=rng.randint(0, 999_999))
+        return moment.replace(tzinfo=dt.timezone.utc) if column.type == TIMESTAMPTZ else moment
     if column.type == BOOL:
         return rng.random() < 0.5
+    if column.type == JSON:
+        return {"n": rng.randint(0, 1000), "tags": [_text(rng, 8) for _ in range(rng.randint(0, 3))],
+                "nested": {"ok": rng.random() < 0.5}}
+    if column.type == UUID:
+        return str(uuid.UUID(int=rng.getrandbits(128)))
+    if column.type == BYTES:
+        return bytes(rng.getrandbits(8) for _ in range(rng.choice([0, 16]) if edge else rng.randint(1, 16)))
+    if column.labels:
+        return rng.choice(column.labels)
+    return _text(rng, column.max_length or 40)
+
+
+def _exact(digits: int, scale: int) -> Decimal:
+    """digits * 10^-scale without rounding (Decimal arithmetic rounds to 28 digits)."""
+    return Decimal(f"{digits}E-{scale}")
+
+
+def _text(rng: random.Random, longest: int) -> str:
     alphabet = "abcdefghijklmnopqrstuvwxyz ÄÖÜßéñ東京"
-    return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, column.max_length))).strip() or "x"
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, longest))).strip() or "x"

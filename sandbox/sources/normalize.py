@@ -1,14 +1,20 @@
-"""Values as the comparisons see them: the source's Python types, whichever way a value arrived (a database driver,
-a Debezium event, a silver read through Spark or hudi-rs). MySQL and Debezium carry booleans as 0/1, SQL pads
-char(n) with spaces, and readers may give times with a zone: compared as naive UTC."""
+"""Values as the comparisons see them: one Python value per logical type, whichever way a value arrived (a
+database driver, a Debezium event, a silver read through Spark or hudi-rs). MySQL and Debezium carry booleans as
+0/1, SQL pads char(n) with spaces, readers may give times with a zone (compared as naive UTC), drivers give JSON
+parsed or as text and binary as memoryview, and a connector setting may carry a decimal as text or a double
+(`Column.carried`)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
 import functools
+import json
 from collections.abc import Callable, Iterable
+from decimal import Decimal
 
-from sandbox.schema import BOOL, Column, TIMESTAMP, Table
+from sandbox.schema import (BOOL, BYTES, DECIMAL, JSON, NUMBER, TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table)
 
 
 def normalizer(column: Column) -> Callable[[object], object] | None:
@@ -17,8 +23,16 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
         return bool
     if column.fixed_length:
         return _unpadded
-    if column.type == TIMESTAMP:
-        return _naive_utc
+    if column.type in (TIMESTAMP, TIMESTAMPTZ):
+        return _to_millis if column.carried == "millis" else _naive_utc
+    if column.type in (DECIMAL, NUMBER):
+        return float if column.carried == "double" else _decimal
+    if column.type == JSON:
+        return _json
+    if column.type == UUID:
+        return str
+    if column.type == BYTES:
+        return functools.partial(_bytes, column.carried)
     return None
 
 
@@ -52,3 +66,31 @@ def _naive_utc(value):
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
         return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
     return value
+
+
+def _to_millis(value):
+    value = _naive_utc(value)
+    return value.replace(microsecond=value.microsecond // 1000 * 1000) if isinstance(value, dt.datetime) else value
+
+
+def _decimal(value) -> Decimal:
+    """Exact: a decimal carried as text (any scale) equals the source's number of the same value."""
+    return value if isinstance(value, Decimal) else Decimal(str(value))
+
+
+def _json(value):
+    """Parsed: jsonb's text is its own canonical form, a driver may give it parsed already."""
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode()
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _bytes(carried: str, value) -> bytes:
+    if isinstance(value, str):
+        try:
+            return bytes.fromhex(value) if carried == "hex" else base64.b64decode(value + "=" * (-len(value) % 4),
+                                                                                   altchars=b"-_" if "-" in value
+                                                                                   or "_" in value else None)
+        except (ValueError, binascii.Error):
+            return value.encode()
+    return bytes(value)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from dataclasses import dataclass
 
 import requests
@@ -72,11 +73,18 @@ def connector_config(settings: Settings, source: Source, view: WorkerView | None
         "secrets_file": view.secrets_file,
         "database": source.database,
         "schemas": ",".join(source.namespaces),
+        "server_id": server_id(source.connector),
     }
     template = _load("common")
     for layer in TEMPLATE_LAYERS.get(source.engine, (source.engine,)):
         template |= _load(layer)
-    return render(template, values)
+    return render(template, values) | source.debezium
+
+
+def server_id(connector: str) -> int:
+    """The binlog client's server id: each connector its own (a MariaDB primary drops a replica that connects under
+    an id already connected), stable across runs."""
+    return 184054 if connector == "tickit-mysql" else 100_000 + zlib.crc32(connector.encode()) % 800_000
 
 
 def _load(name: str) -> dict[str, str]:
@@ -97,7 +105,8 @@ class ConnectClient:
         response = requests.put(f"{self.url}/connectors/{name}/config", json=config, timeout=30)
         if response.status_code >= 400:
             raise SandboxError(f"Kafka Connect rejected connector {name}: {response.text[:1500]}",
-                               f"fix the config (template in {TEMPLATE_DIR}); `sandbox logs connect` has details")
+                               f"fix the `debezium:` settings of its source in the project file (the templates are in "
+                               f"{TEMPLATE_DIR}); nothing was changed; `sandbox logs connect` has details")
 
     def delete(self, name: str) -> None:
         response = requests.delete(f"{self.url}/connectors/{name}", timeout=30)

@@ -20,6 +20,10 @@ from sandbox.errors import SandboxError
 from sandbox.stack.credentials import login
 from tickit_data.ddl import MYSQL, SQLSERVER
 
+# bytea as bytes, as the other drivers give binary columns (psycopg2 gives a memoryview, which cannot be copied).
+BYTEA_AS_BYTES = psycopg2.extensions.new_type(
+    psycopg2.BINARY.values, "BYTEA_AS_BYTES",
+    lambda value, cursor: None if value is None else bytes(psycopg2.BINARY(value, cursor)))
 UNREACHABLE = (psycopg2.OperationalError, pymysql.err.OperationalError, pymssql.OperationalError)
 
 
@@ -44,9 +48,11 @@ def open_connection(settings: Settings, source: str, database: str | None = None
     """A connection the caller closes (for one held open across calls; otherwise use `connection`)."""
     endpoint, who = settings.endpoint(source), login(settings, source, role)
     if source == "postgres":
-        return psycopg2.connect(host=endpoint.host, port=endpoint.port, user=who.user, password=who.password,
+        conn = psycopg2.connect(host=endpoint.host, port=endpoint.port, user=who.user, password=who.password,
                                 dbname=database or declared_database(settings, "postgres"),
                                 connect_timeout=3, **options)
+        psycopg2.extensions.register_type(BYTEA_AS_BYTES, conn)
+        return conn
     if source == "mysql":
         return pymysql.connect(host=endpoint.host, port=endpoint.port, user=who.user, password=who.password,
                                database=database, connect_timeout=3, **{"autocommit": True, **options})

@@ -1,10 +1,11 @@
-"""The TICKIT tables created where the topology places them, with what capture needs of each engine."""
+"""The captured tables created where the topology places them, with what capture needs of each engine."""
 
 from __future__ import annotations
 
 from sandbox.config import Settings
 from sandbox.stack.catalog import placements
 from sandbox.stack.databases import table_connection
+from sandbox.stack import project_ddl
 from sandbox.stack.services.sqlserver import SqlServer
 from tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, create_table, quote
 
@@ -17,11 +18,15 @@ def _create_namespace_sql(dialect: str, namespace: str) -> str:
 
 
 def create_tables(settings: Settings, namespace_suffix: str = "") -> None:
-    """Create every TICKIT table (and its schema or database) that is missing (idempotent).
+    """Create every captured table (and its schema or database) that is missing (idempotent): a project's by
+    running its DDL files (`project_ddl`), TICKIT's from its declared schema.
 
     On SQL Server the generated CDC set-up does it (database, CDC filegroup, tables, CDC on them); scratch copies
     (`namespace_suffix`) are plain tables.
     """
+    if not settings.topology.is_tickit and not namespace_suffix:
+        project_ddl.apply(settings)
+        return
     if not namespace_suffix and "mssql" in settings.topology.sources:
         SqlServer(settings).post_start()
     for placement in placements(settings, namespace_suffix):

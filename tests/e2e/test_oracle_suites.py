@@ -14,7 +14,7 @@ import pytest
 from sandbox.harness.oracle import NotOneBatch
 from sandbox.harness.silver import arrow_rows
 from sandbox.sources import tickit
-from sandbox.stack import databases
+from sandbox.stack import catalog, databases
 from tickit_data.generator import table_checksum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -35,7 +35,7 @@ def test_full_tickit_load_in_silver_then_rounds_of_inserts_updates_and_deletes_a
         assert kinds == {"insert", "update", "delete"}, f"round {seed} exercises every kind: {kinds}"
         oracle.round(f"seed {seed}")
     snapshots = oracle.verify_history()
-    for placement in databases.placements(sandbox):
+    for placement in catalog.placements(sandbox):
         table = placement.table.name
         source = tickit.typed_rows(sandbox, placement)
         expected = table_checksum(table, source)

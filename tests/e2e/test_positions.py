@@ -11,17 +11,17 @@ import pytest
 
 from sandbox.config import Settings
 from sandbox.sources.positions import binlog_file_number, binlog_position, position_floor
-from sandbox.stack import databases
+from sandbox.stack import catalog, databases
 from sandbox.stack.catalog import Placement
 from tickit_data.ddl import MYSQL
-from sandbox.schema import Column, STR
+from sandbox.schema import STR, Column
 
 pytestmark = [pytest.mark.e2e]
 
 
 def binlog_table(settings: Settings, mutator) -> tuple[Placement, Column]:
     """A TICKIT table on the MySQL-compatible source, and a text column of it that can change."""
-    for placement in databases.placements(settings):
+    for placement in catalog.placements(settings):
         if placement.dialect == MYSQL:
             text = [c for c in mutator.changeable_columns(placement.table.name) if c.type == STR]
             if text:

@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from sandbox.errors import SandboxError
 from sandbox.sources import tickit
-from sandbox.stack import databases
+from sandbox.stack import catalog, databases
 from sandbox.wait import wait_until
 from tickit_data import ORIGINAL_ROW_COUNTS, TABLES, iter_table_rows
 
@@ -59,7 +59,7 @@ class GeneratedOnce(tickit.GeneratedRows):
 def test_full_load_holds_every_generated_row_with_its_types_and_loading_again_changes_nothing(sandbox, tickit_loaded):
     generated = GeneratedOnce(seed=0, scale=1.0)
     tickit.load(sandbox, generated)  # undo what other tests mutated
-    for placement in databases.placements(sandbox):
+    for placement in catalog.placements(sandbox):
         table = placement.table
         expected = sorted(generated.rows(table), key=lambda row: tuple(row[i] for i in table.primary_key_indexes))
         actual = tickit.typed_rows(sandbox, placement)
@@ -94,20 +94,20 @@ def test_every_tickit_table_has_its_topic(sandbox, tickit_loaded):
 
 def test_real_file_formats_load_exactly(sandbox):
     results = tickit.load(sandbox, tickit.FileRows(REAL_FORMAT_FIXTURE), namespace_suffix=SCRATCH)
-    for placement in databases.placements(sandbox, SCRATCH):
+    for placement in catalog.placements(sandbox, SCRATCH):
         table = placement.table
         expected = sorted(iter_table_rows(REAL_FORMAT_FIXTURE, table),
                           key=lambda row: tuple(row[i] for i in table.primary_key_indexes))
         assert tickit.typed_rows(sandbox, placement) == expected, table.name
     assert {r.table: r.rows for r in results} == {
         t.table.name: len(list(iter_table_rows(REAL_FORMAT_FIXTURE, t.table)))
-        for t in databases.placements(sandbox, SCRATCH)
+        for t in catalog.placements(sandbox, SCRATCH)
     }
 
 
 def test_malformed_line_stops_the_load_and_keeps_loaded_tables(sandbox, tmp_path):
     tickit.load(sandbox, tickit.FileRows(REAL_FORMAT_FIXTURE), namespace_suffix=SCRATCH)
-    scratch = {p.table.name: p for p in databases.placements(sandbox, SCRATCH)}
+    scratch = {p.table.name: p for p in catalog.placements(sandbox, SCRATCH)}
     before = {name: tickit.typed_rows(sandbox, p) for name, p in scratch.items()}
 
     broken = tmp_path / "tickit"

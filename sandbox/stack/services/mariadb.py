@@ -24,6 +24,7 @@ from sandbox.config import PROJECT_ROOT
 from sandbox.errors import SandboxError
 from sandbox.stack.credentials import login
 from sandbox.stack.databases import connection, open_connection
+from sandbox.stack.project_ddl import statements
 from sandbox.stack.services.base import NativeService
 from sandbox.stack.services.postgres import allow_traversal
 
@@ -171,7 +172,7 @@ def create_database_and_fixtures(cur, database: str) -> None:
     """The source database and the fixtures' tables (the probe table), on any MariaDB or MySQL."""
     cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
     for script in sorted(SQL_DIR.glob("*.sql")):
-        for statement in split_statements(script.read_text()):
+        for _, statement in statements(script.read_text().replace("{{namespace}}", database)):
             cur.execute(statement)
 
 
@@ -193,9 +194,3 @@ def server_account() -> str | None:
 def socket_user() -> str:
     """The MariaDB account the sandbox administers the server with: the OS account it runs as."""
     return "root" if os.geteuid() == 0 else getpass.getuser()
-
-
-def split_statements(script: str) -> list[str]:
-    """Split a plain DDL script on `;` (the fixtures hold no procedures), dropping `--` comment lines."""
-    lines = [line for line in script.splitlines() if not line.lstrip().startswith("--")]
-    return [stmt.strip() for stmt in "\n".join(lines).split(";") if stmt.strip()]

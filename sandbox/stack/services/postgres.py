@@ -101,7 +101,7 @@ class Postgres(NativeService):
             with conn.cursor() as cur:
                 self._create_schemas_and_capture_role(cur)
                 for script in sorted(SQL_DIR.glob("*.sql")):
-                    cur.execute(script.read_text())
+                    cur.execute(script.read_text().replace("{{namespace}}", self.schemas[0]))
                 self._create_publication(cur)
 
     def _create_database(self) -> None:
