@@ -194,6 +194,44 @@ def ignores_truncates(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(cdc_hudi_job, "write_silver", write_silver)
 
 
+def decimals_through_double(patch: pytest.MonkeyPatch) -> None:
+    """Passes decimals through a double and back to their own type (arithmetic "in floating point, then rounded"):
+    the types stay right, and a value wider than a double's 15-17 digits loses its last ones."""
+
+    def through_double(changes: DataFrame, spec: TableSpec) -> DataFrame:
+        decimals = {f.name: f.dataType.simpleString() for f in changes.schema.fields
+                    if f.name in _source_columns(changes, "decimal")}
+        return changes.select(*[F.col(c).cast("double").cast(decimals[c]).alias(c) if c in decimals else F.col(c)
+                                for c in changes.columns])
+
+    _transform_changes(patch, through_double)
+
+
+def session_zone_times(patch: pytest.MonkeyPatch) -> None:
+    """Writes each timestamp as the wall-clock time it shows in the Spark session's zone, taken for UTC (a zoned
+    timestamp's offset dropped before its cast): right while the session runs in UTC, hours off in any other zone."""
+
+    def local_wall_clock(changes: DataFrame, spec: TableSpec) -> DataFrame:
+        zone = changes.sparkSession.conf.get("spark.sql.session.timeZone")
+        times = _source_columns(changes, "timestamp")
+        return changes.select(*[F.to_utc_timestamp(c, zone).alias(c) if c in times else F.col(c)
+                                for c in changes.columns])
+
+    _transform_changes(patch, local_wall_clock)
+
+
+def partition_change_kept_twice(patch: pytest.MonkeyPatch) -> None:
+    """Writes partitioned tables with a partition-local index (Hudi's SIMPLE, not GLOBAL_SIMPLE): a row whose
+    partition value changes is written to its new partition and stays in its old one."""
+    original = cdc_hudi_job.hudi_options
+
+    def options(config, spec, max_position, batch_id):
+        chosen = original(config, spec, max_position, batch_id)
+        return chosen | {"hoodie.index.type": "SIMPLE"} if spec.partition_by else chosen
+
+    patch.setattr(cdc_hudi_job, "hudi_options", options)
+
+
 def _cast(changes: DataFrame, columns: list[str], type_name: str) -> DataFrame:
     return changes.select(*[F.col(c).cast(type_name).alias(c) if c in columns else F.col(c) for c in changes.columns])
 
@@ -204,7 +242,8 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "insert-not-upsert": insert_not_upsert, "zone-shifted-times": zone_shifted_times,
             "money-as-double": money_as_double, "dropped-added-column": dropped_added_column,
             "empty-deletes": empty_deletes, "registry-quarantine": registry_quarantine,
-            "ignores-truncates": ignores_truncates}
+            "ignores-truncates": ignores_truncates, "decimals-through-double": decimals_through_double,
+            "session-zone-times": session_zone_times, "partition-change-kept-twice": partition_change_kept_twice}
 
 
 def break_job(name: str) -> pytest.MonkeyPatch:

@@ -1,0 +1,117 @@
+"""A team's own project, in a directory outside the checkout, on the session's stack: `sandbox up` runs its DDL
+and registers its connectors beside TICKIT's, `sandbox load` fills its tables, and its own test module passes under
+the plugin's oracle (composite text-and-integer key, partition changes, Postgres and MariaDB types at their edges,
+the job's session in New York's zone). Then the job's bugs that only such tables show are caught on them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import shutil
+import subprocess
+import sys
+from decimal import Decimal
+
+import pytest
+
+from sandbox.config import PROJECT_ROOT, Settings
+from sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
+from sandbox.harness.oracle import Oracle, RunStats
+from sandbox.harness.verdict import DuplicateKeys, OracleMismatch, WrongTypes
+from sandbox.sources.mutations import Mutator
+from tests.broken_variants import VARIANTS
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TEAM_PROJECT = PROJECT_ROOT / "examples" / "team_project"
+NEW_YORK = "America/New_York"
+
+
+def _cli(directory, env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sandbox", *args], cwd=directory, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def team_dir(sandbox: Settings, tmp_path_factory):
+    """The example team project copied outside the checkout, brought up and loaded through the CLI from there."""
+    directory = tmp_path_factory.mktemp("team") / "shop"
+    shutil.copytree(TEAM_PROJECT, directory)
+    env = {k: v for k, v in os.environ.items() if k != "SANDBOX_PROJECT"} | {"SANDBOX_STATE_DIR": str(sandbox.state_dir)}
+    for command in (["up", "--skip-install"], ["load"]):
+        done = _cli(directory, env, *command)
+        assert done.returncode == 0, f"sandbox {' '.join(command)}:\n{done.stdout}\n{done.stderr}"
+    return directory
+
+
+@pytest.fixture(scope="module")
+def team(team_dir, sandbox: Settings) -> Settings:
+    """The team project's settings on this session's stack."""
+    return Settings.load(dict(os.environ, SANDBOX_STATE_DIR=str(sandbox.state_dir), SANDBOX_PROJECT=str(team_dir)))
+
+
+def test_the_team_suite_passes_from_its_own_directory(team_dir, sandbox):
+    env = {k: v for k, v in os.environ.items() if k not in ("SANDBOX_PROJECT", "SANDBOX_BROKEN_JOB")}
+    env["SANDBOX_STATE_DIR"] = str(sandbox.state_dir)
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider"], cwd=team_dir,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    assert "1 passed" in done.stdout
+    assert "commits checked by time travel: 0;" not in done.stdout, "the team's suite checked its history"
+
+
+def _balance(mutator: Mutator) -> None:
+    row = mutator.sample_row("accounts", random.Random())
+    mutator.update("accounts", {"tenant": row["tenant"], "account_no": row["account_no"]},
+                   {"balance": Decimal("123456789012345678.0123456789")})
+
+
+def _reschedule(mutator: Mutator) -> None:
+    row = mutator.sample_row("shipments", random.Random())
+    mutator.update("shipments", {"shipment_id": row["shipment_id"]},
+                   {"ship_date": row["ship_date"] + dt.timedelta(days=45 if row["ship_date"].year < 9999 else -45),
+                    "updated_at": dt.datetime.now(dt.timezone.utc)})
+
+
+def _delete_shipment(mutator: Mutator) -> None:
+    row = mutator.sample_row("shipments", random.Random())
+    mutator.delete("shipments", {"shipment_id": row["shipment_id"]})
+    mutator.insert("shipments", row | {"shipment_id": 10**9 + row["shipment_id"]})
+
+
+# variant -> (table, the change that shows it, the verdicts it must cause, the job session's zone)
+CAUGHT_ON_TEAM_TABLES = {
+    "decimals-through-double": ("accounts", _balance, {OracleMismatch}, "UTC"),  # numeric(38,10) loses digits
+    "session-zone-times": ("shipments", _reschedule, {OracleMismatch}, NEW_YORK),  # instants moved by hours
+    "partition-change-kept-twice": ("shipments", _reschedule, {DuplicateKeys}, "UTC"),
+    "money-as-double": ("accounts", _balance, {WrongTypes}, "UTC"),
+    "widened-integers": ("accounts", _balance, {WrongTypes}, "UTC"),  # account_no, a key column
+    "insert-not-upsert": ("shipments", _reschedule, {DuplicateKeys}, "UTC"),
+    "zone-shifted-times": ("shipments", _reschedule, {OracleMismatch}, "UTC"),
+    "empty-deletes": ("shipments", _delete_shipment, {OracleMismatch}, "UTC"),
+}
+
+
+@pytest.mark.parametrize("variant", list(CAUGHT_ON_TEAM_TABLES))
+def test_a_broken_job_is_caught_on_the_team_tables(request, variant, team, spark, monkeypatch):
+    table, change, failures, zone = CAUGHT_ON_TEAM_TABLES[variant]
+    VARIANTS[variant](monkeypatch)
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    pipeline = pipeline_on_new_lake(team, spark, None, only=[table])
+    try:
+        pipeline.run_once()  # the topic's backlog, by the broken job from the first change
+        mutator = Mutator(team)
+        oracle = Oracle(team, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
+                        stats=RunStats())
+        with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
+            oracle.track([table])
+            change(mutator)
+            oracle.round(variant)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+        finish([pipeline], failed=False)
+    kinds = " or ".join(sorted(kind.__name__ for kind in failures))
+    assert type(caught.value) in failures, f"{variant} must fail as {kinds}, not:\n{caught.value}"
+    assert table in str(caught.value)
