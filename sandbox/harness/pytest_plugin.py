@@ -54,6 +54,13 @@ def pytest_addoption(parser):
 
 
 # --- the sandbox ---------------------------------------------------------------------------------------------
+def pytest_configure(config):
+    """The marks the plugin puts on what it collects, known in any project that installs it."""
+    for mark, meaning in (("e2e", "end-to-end against the running sandbox (real services)"),
+                          ("slow", "long-running end-to-end suites")):
+        config.addinivalue_line("markers", f"{mark}: {meaning}")
+
+
 @pytest.fixture(scope="session")
 def sandbox_settings(request, tmp_path_factory) -> Settings:
     if request.config.getoption("--sandbox") == "ephemeral":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from sandbox.config import load_topology, project_file
+from sandbox.config import Settings, load_topology, project_file
 from sandbox.errors import SandboxError
 from sandbox.harness.oracle import Oracle
 from sandbox.harness.pipeline import BatchFailed
@@ -21,15 +21,16 @@ from sandbox.harness.verdict import OracleMismatch
 from sandbox.sources import topics
 from sandbox.sources.changes import ChangeReader, end_offsets
 from sandbox.sources.mutations import LOGICAL_TYPES, Mutator
-from tickit_data.schema import TABLES, get_table
-from sandbox.schema import BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, STR, TIMESTAMP
+from sandbox.schema import (BOOL, BYTES, DATE, DECIMAL, INTEGER_RANGES, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ,
+                            UUID, Column, Table)
+from sandbox.stack import catalog
+from tickit_data.schema import get_table
 
 TOP_LEVEL = {"name", "description", "tables", "source", "job", "given", "steps"}
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits"}
 CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "truncate"}
 STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
                              "registry_outage", "grow_topic"}
-TABLE_NAMES = {t.name for t in TABLES}
 
 
 class ExpectationUnmet(OracleMismatch):
@@ -100,6 +101,7 @@ class Scenario:
     steps: list[Step]
     labels: list[str] = field(default_factory=list)
     source: str | None = None  # runs only where this source holds the tables itself, not a stand-in
+    schemas: dict[str, Table] = field(default_factory=dict)  # its tables' columns and keys
 
     @property
     def job(self) -> dict:
@@ -128,6 +130,8 @@ def load(path: Path) -> Scenario:
 class _Validator:
     def __init__(self, path: Path):
         self.path = path
+        self.topology = load_topology(project_file(os.environ))  # as declared, before any stand-in takes tables over
+        self.schemas: dict[str, Table] = {}
         self.added: dict[str, set[str]] = {}  # columns the steps so far added and did not drop
         self.silver_has: dict[str, set[str]] = {}  # columns the steps so far added, dropped or not (silver keeps them)
 
@@ -168,7 +172,8 @@ class _Validator:
             self.outages_have_a_batch(steps, bool(job.get("continuous")))
         labels = [s.args["label"] for s in steps if s.kind == "check"]
         return Scenario(self.path, str(raw["name"]), str(raw.get("description", "")).strip(), list(tables),
-                        jobs, {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"))
+                        jobs, {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"),
+                        {t: self.schema(t) for t in tables})
 
     def jobs(self, raw) -> list[dict]:
         """`job`: one mapping of job options, or a list of them (the scenario runs under each)."""
@@ -184,18 +189,26 @@ class _Validator:
                     self.fail(job, f"unknown job option {key!r}; allowed: {', '.join(sorted(JOB_OPTIONS))}", key)
         return [dict(job) for job in jobs]
 
+    def schema(self, table: str) -> Table:
+        """TICKIT's declared table, or a project's as its source's catalog describes it (the sandbox must be up)."""
+        if table not in self.schemas:
+            self.schemas[table] = get_table(table) if self.topology.is_tickit else \
+                catalog.table_schema(Settings.load(), table)
+        return self.schemas[table]
+
     def source(self, raw, tables: list[str]) -> None:
-        topology = load_topology(project_file(os.environ))  # as declared, before any stand-in takes tables over
+        topology = self.topology
         if raw["source"] not in topology.sources:
             self.fail(raw, f"unknown source {raw['source']!r}; sources: {', '.join(topology.sources)}", "source")
         elsewhere = [t for t in tables if topology.table(t).source != raw["source"]]
         if elsewhere:
-            self.fail(raw, f"{', '.join(elsewhere)} not on source {raw['source']!r} in fixtures/topology.yaml",
+            self.fail(raw, f"{', '.join(elsewhere)} not on source {raw['source']!r} in {topology.file}",
                       "source")
 
     def table_name(self, where, table, key, allowed=None) -> str:
-        if table not in TABLE_NAMES:
-            self.fail(where, f"unknown table {table!r}; TICKIT tables: {', '.join(sorted(TABLE_NAMES))}", key)
+        names = sorted(t.name for t in self.topology.tables)
+        if table not in names:
+            self.fail(where, f"unknown table {table!r}; the project's tables: {', '.join(names)}", key)
         if allowed is not None and table not in allowed:
             self.fail(where, f"table {table!r} is not in this scenario's tables", key)
         return table
@@ -204,12 +217,12 @@ class _Validator:
         """`with_key`: an expected row of silver, which may name dropped columns too."""
         if not isinstance(row, dict) or not row:
             self.fail(row, f"expected a mapping of {table} columns to values")
-        schema = get_table(table)
+        schema = self.schema(table)
         known = set(schema.column_names) | (self.silver_has if with_key else self.added).get(table, set())
         for column in row:
             if column not in known:
                 self.fail(row, f"{table} has no column {column!r}", column)
-            if column in schema.column_names and not _fits(schema.column(column).type, row[column]):
+            if column in schema.column_names and not _fits(schema.column(column), row[column]):
                 self.fail(row, f"{table}.{column} is {schema.column(column).type}, not {row[column]!r}", column)
         if only_key and set(row) != set(schema.primary_key):
             self.fail(row, f"a key of {table} names exactly {', '.join(schema.primary_key)}")
@@ -316,20 +329,24 @@ class _Validator:
         return {"label": str(args["label"]), "expect": dict(expect)}
 
 
-def _fits(logical_type: str, value) -> bool:
+def _fits(column: Column, value) -> bool:
     """Whether a YAML value can be written to a column of this type (NULL fits any: the database judges that)."""
-    if value is None:
+    kind = column.type
+    if value is None or kind == JSON:
         return True
-    if logical_type in (INT, SMALLINT):
-        low, high = INTEGER_RANGES[logical_type]
+    if kind in INTEGER_RANGES:
+        low, high = INTEGER_RANGES[kind]
         return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-    if logical_type == DECIMAL:
+    if kind in (DECIMAL, NUMBER):
         try:
             return not isinstance(value, bool) and Decimal(str(value)).is_finite()
         except ArithmeticError:
             return False
-    return isinstance(value, {STR: str, DATE: dt.date, TIMESTAMP: dt.datetime, BOOL: bool}[logical_type]) and not (
-        logical_type == DATE and isinstance(value, dt.datetime))
+    if kind == STR and column.labels:
+        return value in column.labels
+    accepted = {STR: str, UUID: str, BYTES: (bytes, str), DATE: dt.date, TIMESTAMP: dt.datetime,
+                TIMESTAMPTZ: dt.datetime, BOOL: bool}[kind]
+    return isinstance(value, accepted) and not (kind == DATE and isinstance(value, dt.datetime))
 
 
 # --- running -------------------------------------------------------------------------------------------------
@@ -406,7 +423,7 @@ def _claimed_keys(scenario: Scenario) -> list[tuple[str, dict]]:
     claimed += [(c.args["table"], c.args["new_key"]) for c in changes if c.kind == "update_key"]
     keys = []
     for table, row in claimed:
-        key = {k: row[k] for k in get_table(table).primary_key}
+        key = {k: row[k] for k in scenario.schemas[table].primary_key}
         if (table, key) not in keys:
             keys.append((table, key))
     return keys

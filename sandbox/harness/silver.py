@@ -305,7 +305,7 @@ def _normalized_column(shape: Shape, table: pa.Table, name: str) -> pa.ChunkedAr
     if pa.types.is_timestamp(column.type) and column.type.tz:
         return column.cast(pa.timestamp(column.type.unit))
     spec = shape.table.column(name)
-    if spec.type not in (BOOL, INT, SMALLINT, BIGINT, STR, DATE, DECIMAL) or spec.carried:
+    if spec.type not in (BOOL, INT, SMALLINT, BIGINT, STR, DATE, DECIMAL, TIMESTAMP) or spec.carried:
         raise NotComparableAsArrow(f"column {name} ({spec.type}) is compared as Python values")
     if spec.type == BOOL:
         if pa.types.is_boolean(column.type):

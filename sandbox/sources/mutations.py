@@ -251,13 +251,20 @@ class Mutator:
         template = self._random_row(p, rng)
         values = {c.name: template[c.name] for c in p.table.columns} | self.new_key(p.table.name, rng)
         for column in self._free_columns(p, rng):
-            values[column.name] = random_value(column, rng)
+            values[column.name] = self._random_value(p, column, rng)
         return self.insert(p.table.name, values)
 
     def _random_update(self, p: Placement, rng: random.Random) -> Change:
         row = self._random_row(p, rng)
-        values = {c.name: random_value(c, rng) for c in self._free_columns(p, rng)}
+        values = {c.name: self._random_value(p, c, rng) for c in self._free_columns(p, rng)}
         return self.update(p.table.name, self._key_of(p, row), values)
+
+    def _random_value(self, p: Placement, column: Column, rng: random.Random):
+        """A partition column takes another row's value: rows move between the partitions silver has, rather than
+        each change opening one of its own."""
+        if column.name in self.settings.topology.silver_of(p.table.name).partition_by:
+            return self._random_row(p, rng)[column.name]
+        return random_value(column, rng)
 
     def _random_delete(self, p: Placement, rng: random.Random) -> Change:
         return self.delete(p.table.name, self._key_of(p, self._random_row(p, rng)))
