@@ -85,8 +85,31 @@ def source_tables(settings: Settings, source: str, fresh: bool = False) -> dict[
     key = (str(settings.topology.file), source, settings.endpoint(source).address)
     if fresh or key not in _cache:
         captured = [t for t in settings.topology.tables if t.source == source]
-        _cache[key] = read_catalog(settings, source, captured)
+        modes = settings.topology.sources[source].debezium
+        _cache[key] = {name: as_carried(table, modes) for name, table in
+                       read_catalog(settings, source, captured).items()}
     return _cache[key]
+
+
+def as_carried(table: Table, debezium: dict[str, str]) -> Table:
+    """The table's columns as the connector carries them under its settings (`Column.carried`): what silver may
+    hold. `decimal.handling.mode` string or double, `binary.handling.mode` base64 or hex, `time.precision.mode`
+    connect (timestamps in milliseconds)."""
+    decimal = debezium.get("decimal.handling.mode", "precise")
+    binary = debezium.get("binary.handling.mode", "bytes")
+    millis = debezium.get("time.precision.mode") == "connect"
+
+    def carried(column: Column) -> str:
+        unsigned_bigint = column.unsigned and (column.sql_type or "").lower().startswith("bigint")
+        if column.type in (DECIMAL, NUMBER) and decimal in ("string", "double") and not unsigned_bigint:
+            return decimal
+        if column.type == BYTES and binary != "bytes":
+            return "hex" if binary == "hex" else "base64"
+        if column.type == TIMESTAMP and millis:
+            return "millis"
+        return ""
+
+    return replace(table, columns=tuple(replace(c, carried=carried(c)) for c in table.columns))
 
 
 def forget() -> None:

@@ -29,7 +29,7 @@ UNREACHABLE = (psycopg2.OperationalError, pymysql.err.OperationalError, pymssql.
 
 def declared_database(settings: Settings, source: str) -> str:
     """The source's own database as the project file declares it (also while a stand-in holds its tables)."""
-    return settings.topology.declared_databases[source]
+    return settings.topology.declared_databases.get(source, "postgres" if source == "postgres" else "master")
 
 
 @contextmanager

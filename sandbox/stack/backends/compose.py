@@ -203,6 +203,8 @@ def prepare_services(settings: Settings, report) -> None:
 
 def _prepare_mysql(settings: Settings) -> None:
     """The container's init script made the logins and the database; the probe table comes from the fixtures."""
+    if "mysql" not in settings.topology.sources:
+        return
     with databases.connection(settings, "mysql") as conn, conn.cursor() as cur:
         create_database_and_fixtures(cur, settings.topology.sources["mysql"].database)
 

@@ -48,7 +48,8 @@ class MariaDB(NativeService):
 
     def __init__(self, settings):
         super().__init__(settings)
-        self.database = settings.topology.sources["mysql"].database
+        source = settings.topology.sources.get("mysql")
+        self.database = source.database if source else None  # None: the project captures nothing here
         self.socket = socket_dir(settings.state_dir) / "mysql.sock"
 
     @property
@@ -145,7 +146,8 @@ class MariaDB(NativeService):
             if not self.external:
                 self._lock_down_accounts(cur)
                 self._ensure_users(cur)
-            create_database_and_fixtures(cur, self.database)
+            if self.database:
+                create_database_and_fixtures(cur, self.database)
 
     def _lock_down_accounts(self, cur) -> None:
         """What an older sandbox's data directory still has: password-less root over TCP, anonymous accounts."""

@@ -43,10 +43,10 @@ class Postgres(NativeService):
         super().__init__(settings)
         # The server refuses to run as root; the Debian package's `postgres` account runs it then.
         self.run_as = "postgres" if os.geteuid() == 0 else None
-        source = settings.topology.sources["postgres"]
-        self.database = source.database
-        self.schemas = source.namespaces
-        self.publication = f"dbz_{source.database}"
+        source = settings.topology.sources.get("postgres")
+        self.database = source.database if source else None  # None: the project captures nothing here
+        self.schemas = source.namespaces if source else []
+        self.publication = f"dbz_{self.database}"
 
     def prepare(self) -> None:
         if (self.data_dir / "PG_VERSION").exists():
@@ -95,6 +95,8 @@ class Postgres(NativeService):
             return cur.fetchone()[0].split()[0]
 
     def post_start(self) -> None:
+        if self.database is None:
+            return
         self._create_database()
         with connection(self.settings, "postgres") as conn:
             conn.autocommit = True

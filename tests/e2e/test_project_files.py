@@ -1,0 +1,183 @@
+"""Project files beside the session's stack, each in a directory of its own: what a bad one gets from `sandbox up`
+and `sandbox load` (an error naming the file, the line or table, and what to do; nothing already there lost), and
+what the oracle makes of a connector's settings that change how values are carried."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from sandbox.config import Settings
+from sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
+from sandbox.harness.oracle import Oracle, RunStats
+from sandbox.sources.mutations import Mutator
+from sandbox.stack import catalog
+from sandbox.stack.connectors import ConnectClient
+from sandbox.stack.databases import connection
+from sandbox.wait import wait_until
+
+pytestmark = [pytest.mark.e2e]
+
+
+def project(directory: Path, name: str, ddl: str, tables: str = "", debezium: str = "", engine: str = "postgres",
+            files: dict[str, str] | None = None) -> Path:
+    """A one-source project `name` (its own database, connector and topics) in `directory`."""
+    directory.mkdir(parents=True)
+    source = "postgres" if engine == "postgres" else "mysql"
+    (directory / "tables.sql").write_text(textwrap.dedent(ddl))
+    (directory / "cdc-sandbox.yaml").write_text(textwrap.dedent(f"""\
+        topic_prefix: {name}
+        lake_bucket: tickit-lake
+        sources:
+          {source}:
+            engine: {engine}
+            database: {name}
+            connector: {name}-{source}
+            ddl: tables.sql
+        """) + textwrap.indent(textwrap.dedent(debezium), "    ") + textwrap.dedent(tables))
+    for path, text in (files or {}).items():
+        (directory / path).write_text(textwrap.dedent(text))
+    return directory
+
+
+def run(sandbox: Settings, directory: Path, *command: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "SANDBOX_PROJECT"} | {"SANDBOX_STATE_DIR": str(sandbox.state_dir)}
+    return subprocess.run([sys.executable, "-m", "sandbox", *command], cwd=directory, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def settings_of(sandbox: Settings, directory: Path) -> Settings:
+    return Settings.load(dict(os.environ, SANDBOX_STATE_DIR=str(sandbox.state_dir), SANDBOX_PROJECT=str(directory)))
+
+
+def remove_connector(sandbox: Settings, name: str, database: str) -> None:
+    """Delete the connector and, once it has let go of it, its replication slot (which would keep WAL)."""
+    ConnectClient(sandbox.url("connect")).delete(f"{name}-postgres")
+    with connection(sandbox, "postgres", "postgres") as conn:
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            def released() -> bool:
+                cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (f"dbz_{database}",))
+                row = cur.fetchone()
+                return row is None or not row[0]
+
+            wait_until(released, 60, f"the connector {name} to release its replication slot", "see `sandbox logs connect`")
+            cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+                        (f"dbz_{database}",))
+
+
+def failed_with(done: subprocess.CompletedProcess, *parts: str) -> str:
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0, said
+    assert "Traceback" not in said, said
+    for part in parts:
+        assert part in said, f"{part!r} not in: {said}"
+    return said
+
+
+def test_a_ddl_file_that_does_not_create_names_its_line_and_keeps_nothing_of_itself(sandbox, tmp_path):
+    directory = project(tmp_path / "p", "bad_ddl_pg", """\
+        CREATE TABLE fine (id integer PRIMARY KEY);
+
+        CREATE TABLE broken (
+            id integer PRIMARY KEY,
+            price nosuchtype
+        );
+        """)
+    failed_with(run(sandbox, directory, "up", "--skip-install"), "tables.sql, line 3", "nosuchtype", "nothing of this file was kept")
+    assert catalog.read_catalog(settings_of(sandbox, directory), "postgres",
+                                list(settings_of(sandbox, directory).topology.tables)) == {}
+
+
+def test_a_mariadb_ddl_file_that_fails_half_way_drops_what_it_created(sandbox, tmp_path):
+    directory = project(tmp_path / "m", "bad_ddl_maria", """\
+        CREATE TABLE fine (id int PRIMARY KEY);
+        CREATE TABLE broken (id int PRIMARY KEY, price decimal(70,2));
+        """, engine="mariadb")
+    failed_with(run(sandbox, directory, "up", "--skip-install"), "tables.sql, line 2", "nothing of this file was kept")
+    settings = settings_of(sandbox, directory)
+    assert catalog.read_catalog(settings, "mysql", list(settings.topology.tables)) == {}
+
+
+def test_a_table_without_a_primary_key_is_refused(sandbox, tmp_path):
+    directory = project(tmp_path / "p", "no_key_pg", "CREATE TABLE events (id integer, body text);\n")
+    failed_with(run(sandbox, directory, "up", "--skip-install"), "tables.sql", "events has no primary key",
+                "PRIMARY KEY")
+
+
+def test_a_partition_field_that_is_no_column_names_the_table(sandbox, tmp_path):
+    directory = project(tmp_path / "p", "bad_partition_pg", "CREATE TABLE orders (id integer PRIMARY KEY, day date);\n",
+                        tables="tables:\n  orders: {partition_by: [region]}\n")
+    failed_with(run(sandbox, directory, "up", "--skip-install"), "cdc-sandbox.yaml", "table orders", "region",
+                "columns: id, day")
+
+
+def test_a_debezium_setting_the_connector_rejects_is_named(sandbox, tmp_path):
+    directory = project(tmp_path / "p", "bad_setting_pg", "CREATE TABLE orders (id integer PRIMARY KEY);\n",
+                        debezium="debezium:\n  decimal.handling.mode: exact\n")
+    said = failed_with(run(sandbox, directory, "up", "--skip-install"), "rejected connector bad_setting_pg-postgres",
+                       "decimal.handling.mode", "debezium:")
+    assert "bad_setting_pg-postgres" not in ConnectClient(sandbox.url("connect")).connectors(), said
+
+
+def test_a_data_file_row_that_does_not_fit_names_the_file_and_keeps_the_tables_loaded_before(sandbox, tmp_path):
+    directory = project(tmp_path / "p", "bad_data_pg", """\
+        CREATE TABLE customers (id integer PRIMARY KEY, name text NOT NULL);
+        CREATE TABLE orders (id integer PRIMARY KEY, placed date NOT NULL);
+        """, tables="tables:\n  customers: {data: {generate: 5}}\n  orders: {data: {file: orders.csv}}\n",
+                        files={"orders.csv": "id,placed\n1,2026-01-01\n2,not a date\n"})
+    assert run(sandbox, directory, "up", "--skip-install").returncode == 0
+    try:
+        failed_with(run(sandbox, directory, "load"), "orders.csv", "line 3", "orders refused the file",
+                    "tables loaded before keep their rows")
+        settings = settings_of(sandbox, directory)
+        with connection(settings, "postgres", "bad_data_pg") as conn, conn.cursor() as cur:
+            cur.execute("SELECT (SELECT COUNT(*) FROM customers), (SELECT COUNT(*) FROM orders)")
+            assert cur.fetchone() == (5, 0)
+    finally:
+        remove_connector(sandbox, "bad_data_pg", "bad_data_pg")
+
+
+@pytest.mark.slow
+def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binaries_and_times(sandbox, spark, request,
+                                                                                           tmp_path):
+    """Decimals as text, binaries as base64 and times in milliseconds: silver holds them so, and the oracle compares
+    them with the source's values under those settings."""
+    directory = project(tmp_path / "p", "modes_pg", """\
+        CREATE TABLE readings (
+            id      integer PRIMARY KEY,
+            value   numeric(12,4),
+            raw     bytea,
+            taken   timestamp(6)
+        );
+        """, debezium="""\
+        debezium:
+          decimal.handling.mode: string
+          binary.handling.mode: base64
+          time.precision.mode: connect
+        """, tables="tables:\n  readings: {data: {generate: 20, seed: 3}}\n")
+    for command in (["up", "--skip-install"], ["load"]):
+        done = run(sandbox, directory, *command)
+        assert done.returncode == 0, done.stdout + done.stderr
+    settings = settings_of(sandbox, directory)
+    assert [c.carried for c in catalog.table_schema(settings, "readings").columns] == ["", "string", "base64",
+                                                                                      "millis"]
+    pipeline = pipeline_on_new_lake(settings, spark, None)
+    try:
+        pipeline.run_once()
+        mutator = Mutator(settings)
+        oracle = Oracle(settings, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
+                        stats=RunStats())
+        oracle.track(["readings"])
+        mutator.update("readings", {"id": 1}, {"value": Decimal("-12345678.9012"), "raw": b"\x00\x01\xfe\xff"})
+        oracle.round("values at their edges")
+        oracle.verify_history()
+    finally:
+        finish([pipeline], failed=False)
+        remove_connector(sandbox, "modes_pg", "modes_pg")
