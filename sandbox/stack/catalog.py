@@ -23,6 +23,7 @@ SUPPORTED = {
     "mysql": "tinyint(1)/boolean, smallint, int, bigint (signed or unsigned), decimal(p,s), varchar(n), char(n), "
              "text, enum, date, datetime(p), timestamp(p), json, binary, varbinary, blob",
 }
+MAX_PRECISION = 38
 _cache: dict[tuple, dict[str, Table]] = {}
 
 
@@ -193,6 +194,9 @@ def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable:
         raise SandboxError(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",
                            f"use one of: {SUPPORTED[dialect]}")
     kind, options = logical
+    if kind == DECIMAL and options["precision"] > MAX_PRECISION:
+        raise SandboxError(f"{table}.{name} has type {sql_type}: Spark's and Hudi's decimals hold {MAX_PRECISION} "
+                           f"digits at most", f"use a precision up to {MAX_PRECISION}")
     return Column(type=kind, **column, **options)
 
 

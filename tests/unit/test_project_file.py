@@ -1,0 +1,197 @@
+"""A team's project file read without any service: its sources, the tables its DDL creates, its silver settings;
+the SQL type mapping, the statement splitter, and what connector settings make of values."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import shutil
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from sandbox.config import PROJECT_ROOT, Settings, load_topology, project_file
+from sandbox.errors import SandboxError
+from sandbox.harness.silver import arrow_type
+from sandbox.schema import BIGINT, BOOL, BYTES, DECIMAL, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table
+from sandbox.sources.mutations import random_value, same_key
+from sandbox.sources.normalize import normalize_row
+from sandbox.stack.catalog import as_carried, logical_column
+from sandbox.stack.connectors import connector_config, server_id
+from sandbox.stack.project_ddl import statements
+from spark_jobs.cdc_hudi_job import hudi_options
+from spark_jobs.job_config import JobConfig, TableSpec
+
+EXAMPLE = PROJECT_ROOT / "examples" / "team_project"
+
+
+@pytest.fixture
+def team(tmp_path):
+    directory = tmp_path / "shop"
+    shutil.copytree(EXAMPLE, directory)
+    return directory
+
+
+def test_the_project_file_is_found_by_variable_or_in_the_working_directory(team, tmp_path):
+    assert project_file({"SANDBOX_PROJECT": str(team)}) == team / "cdc-sandbox.yaml"
+    assert project_file({}, cwd=team) == (team / "cdc-sandbox.yaml").resolve()
+    assert project_file({}, cwd=tmp_path).name == "topology.yaml"  # TICKIT's, the default
+
+
+def test_the_tables_come_from_the_ddl_files_with_their_silver_settings(team):
+    topology = load_topology(team / "cdc-sandbox.yaml")
+    assert not topology.is_tickit
+    assert [(t.source, t.namespace, t.name) for t in topology.tables] == [
+        ("postgres", "public", "accounts"), ("postgres", "public", "shipments"),
+        ("mysql", "shop_ledger", "ledger_entries")]
+    shipments = topology.silver_of("shipments")
+    assert (shipments.partition_by, shipments.hive_style, shipments.index) == (("ship_date",), True, "global_simple")
+    ledger = topology.silver_of("ledger_entries")
+    assert (ledger.table_type, ledger.hard_deletes, ledger.partition_by) == ("MERGE_ON_READ", True,
+                                                                             ("region", "currency"))
+    assert topology.silver_of("accounts").record_key == ()  # the primary key
+    assert topology.sources["mysql"].debezium == {"bigint.unsigned.handling.mode": "precise"}
+    assert topology.catalog_database == "shop_cdc_hudi"
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("  accounts: {partition_by: day, deletes: sometimes}", "deletes is soft or hard"),
+    ("  accounts: {index: bloom}", "index is one of bucket, global_simple"),
+    ("  accounts: {table_type: MERGE}", "table_type is one of"),
+    ("  accounts: {partitions: [day]}", "unknown settings partitions"),
+    ("  orders: {}", "orders, which no DDL file creates"),
+])
+def test_a_wrong_silver_setting_names_the_file_and_the_table(team, setting, message):
+    path = team / "cdc-sandbox.yaml"
+    text = path.read_text().split("tables:")[0] + "tables:\n" + setting + "\n"
+    path.write_text(text)
+    with pytest.raises(SandboxError) as error:
+        load_topology(path)
+    assert str(path) in str(error.value) and message in str(error.value)
+
+
+def test_a_source_must_be_named_after_its_service_and_have_create_table_statements(team):
+    path = team / "cdc-sandbox.yaml"
+    path.write_text(path.read_text().replace("  postgres:\n    engine: postgres", "  pg:\n    engine: postgres"))
+    with pytest.raises(SandboxError, match="name it postgres"):
+        load_topology(path)
+    (team / "ddl" / "mariadb.sql").write_text("-- nothing yet\n")
+    path.write_text(path.read_text().replace("  pg:\n", "  postgres:\n"))
+    with pytest.raises(SandboxError, match="has no CREATE TABLE statement"):
+        load_topology(path)
+
+
+def test_debezium_settings_are_merged_into_the_connector_and_each_binlog_connector_has_its_own_server_id(team):
+    settings = Settings.load({"SANDBOX_PROJECT": str(team), "SANDBOX_STATE_DIR": str(team / ".sandbox"),
+                              "SANDBOX_BACKEND": "native"})
+    postgres = connector_config(settings, settings.topology.sources["postgres"])
+    assert postgres["decimal.handling.mode"] == "precise" and postgres["database.dbname"] == "shop"
+    assert postgres["topic.prefix"] == "shop" and postgres["slot.name"] == "dbz_shop"
+    mariadb = connector_config(settings, settings.topology.sources["mysql"])
+    assert mariadb["database.server.id"] == str(server_id("shop-mariadb")) != str(server_id("tickit-mysql"))
+    assert mariadb["database.include.list"] == "shop_ledger"
+
+
+def test_the_statement_splitter_keeps_quoted_semicolons_and_reports_each_statements_line():
+    text = ("-- a comment; with a semicolon\nCREATE TABLE a (x text DEFAULT ';');\n/* block;\n comment */\n"
+            "CREATE FUNCTION f() RETURNS trigger AS $body$ BEGIN RETURN NULL; END; $body$ LANGUAGE plpgsql;\n"
+            "INSERT INTO a VALUES ('it''s; fine')")
+    assert statements(text) == [
+        (2, "CREATE TABLE a (x text DEFAULT ';')"),
+        (5, "CREATE FUNCTION f() RETURNS trigger AS $body$ BEGIN RETURN NULL; END; $body$ LANGUAGE plpgsql"),
+        (6, "INSERT INTO a VALUES ('it''s; fine')")]
+
+
+@pytest.mark.parametrize("dialect, sql_type, logical, options", [
+    ("postgres", "numeric(38,10)", DECIMAL, {"precision": 38, "scale": 10}),
+    ("postgres", "numeric", NUMBER, {}),
+    ("postgres", "timestamp with time zone", TIMESTAMPTZ, {}),
+    ("postgres", "timestamp(3) without time zone", TIMESTAMP, {}),
+    ("postgres", "jsonb", JSON, {}),
+    ("postgres", "uuid", UUID, {}),
+    ("postgres", "bytea", BYTES, {}),
+    ("postgres", "bigint", BIGINT, {}),
+    ("postgres", "character(2)", STR, {"max_length": 2, "fixed_length": True}),
+    ("mysql", "bigint(20) unsigned", DECIMAL, {"precision": 20, "scale": 0, "unsigned": True}),
+    ("mysql", "int(10) unsigned", BIGINT, {"unsigned": True}),
+    ("mysql", "datetime(6)", TIMESTAMP, {}),
+    ("mysql", "timestamp(6)", TIMESTAMPTZ, {}),
+    ("mysql", "decimal(30,10)", DECIMAL, {"precision": 30, "scale": 10}),
+    ("mysql", "tinyint(1)", BOOL, {}),
+    ("mysql", "varbinary(32)", BYTES, {}),
+    ("mysql", "enum('EUR','it''s')", STR, {"labels": ("EUR", "it's")}),
+])
+def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, options):
+    column = logical_column(dialect, "t", "c", sql_type, True)
+    assert column.type == logical and column.sql_type == sql_type
+    assert all(getattr(column, name) == value for name, value in options.items())
+
+
+@pytest.mark.parametrize("dialect, sql_type", [("postgres", "double precision"), ("postgres", "interval"),
+                                               ("mysql", "geometry"), ("mysql", "decimal(65,30)")])
+def test_a_type_the_sandbox_cannot_compare_exactly_is_refused_by_name(dialect, sql_type):
+    with pytest.raises(SandboxError, match=r"t\.c has type"):
+        logical_column(dialect, "t", "c", sql_type, True)
+
+
+def test_connector_modes_change_what_silver_holds_and_how_values_compare():
+    table = Table("t", (Column("id", BIGINT), Column("price", DECIMAL, precision=12, scale=4),
+                        Column("raw", BYTES), Column("taken", TIMESTAMP),
+                        Column("n", DECIMAL, precision=20, scale=0, unsigned=True, sql_type="bigint unsigned")), ("id",))
+    carried = as_carried(table, {"decimal.handling.mode": "string", "binary.handling.mode": "base64",
+                                 "time.precision.mode": "connect"})
+    assert [c.carried for c in carried.columns] == ["", "string", "base64", "millis", ""]
+    assert [arrow_type(c, "postgres") for c in carried.columns] == [
+        pa.int64(), pa.string(), pa.string(), pa.timestamp("us", tz="UTC"), pa.decimal128(20, 0)]
+    source = (1, Decimal("12.5000"), b"\x00\xff", dt.datetime(2026, 1, 2, 3, 4, 5, 678901), 2**64 - 1)
+    silver = (1, "12.5", "AP8=", dt.datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=dt.timezone.utc), Decimal(2**64 - 1))
+    assert normalize_row(carried, source) == normalize_row(carried, silver)
+    assert normalize_row(table, source) != normalize_row(table, silver)
+
+
+def test_values_of_json_uuid_and_any_scale_compare_as_values():
+    table = Table("t", (Column("doc", JSON), Column("id", UUID), Column("n", NUMBER)), ("id",))
+    import uuid
+
+    assert normalize_row(table, ({"a": [1, 2]}, uuid.UUID(int=5), Decimal("1.50"))) == \
+        normalize_row(table, ('{"a": [1, 2]}', "00000000-0000-0000-0000-000000000005", "1.5"))
+
+
+def test_generated_values_keep_to_their_types_limits_and_reach_the_edges():
+    rng = random.Random(1)
+    wide = Column("amount", DECIMAL, nullable=False, precision=38, scale=10)
+    unsigned = Column("id", DECIMAL, nullable=False, precision=20, scale=0, unsigned=True, sql_type="bigint unsigned")
+    values = [random_value(wide, rng) for _ in range(300)]
+    largest = Decimal(f"{10**38 - 1}E-10")  # copy_abs: abs() would round to 28 digits
+    assert all(v.copy_abs() <= largest and v.as_tuple().exponent == -10 for v in values)
+    assert max(v.copy_abs() for v in values) == largest
+    ids = [random_value(unsigned, rng) for _ in range(300)]
+    assert min(ids) >= 0 and max(ids) == 2**64 - 1
+    enum = Column("currency", STR, nullable=False, labels=("EUR", "USD"))
+    assert {random_value(enum, rng) for _ in range(50)} == {"EUR", "USD"}
+
+
+def test_a_journaled_key_matches_its_events_key_across_the_journals_text_forms():
+    assert same_key({"id": Decimal("18446744073709551615")}, {"id": "18446744073709551615"})
+    assert same_key({"tenant": "a", "no": 1}, {"no": 1, "tenant": "a"})
+    assert same_key({"k": b"\x00\xff"}, {"k": "AP8="})
+    assert not same_key({"id": Decimal(2)}, {"id": "3"}) and not same_key(None, {"id": 1})
+
+
+def test_a_table_spec_round_trips_its_silver_settings_and_they_become_hudi_options():
+    spec = TableSpec("shop.public.shipments", "shipments", ("shipment_id",), "lsn", partition_by=("ship_date",),
+                     hive_style=True, table_type="MERGE_ON_READ", hard_deletes=True, index="global_simple")
+    config = JobConfig("k:9092", "http://r", "s3a://lake", (spec,))
+    assert JobConfig.from_dict(config.to_dict()) == config
+    options = hudi_options(config, spec, 10, 1)
+    assert options["hoodie.datasource.write.partitionpath.field"] == "ship_date"
+    assert options["hoodie.datasource.write.keygenerator.class"].endswith("ComplexKeyGenerator")
+    assert options["hoodie.datasource.write.hive_style_partitioning"] == "true"
+    assert (options["hoodie.index.type"], options["hoodie.simple.index.update.partition.path"]) == \
+        ("GLOBAL_SIMPLE", "true")
+    assert options["hoodie.datasource.write.table.type"] == "MERGE_ON_READ" and config.hard_deletes_of(spec)
+    plain = TableSpec("t", "t", ("a", "b"), "binlog")
+    assert hudi_options(config, plain, 10, 1)["hoodie.index.type"] == "BUCKET"
+    with pytest.raises(ValueError, match="unknown settings"):
+        TableSpec.from_dict({"topic": "t", "table": "t", "key": ["a"], "position": "lsn", "partitions": ["x"]})
