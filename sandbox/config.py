@@ -112,6 +112,11 @@ class Topology:
     catalog_database: str = "tickit_cdc_hudi"
 
     @property
+    def file_label(self) -> str:
+        """The project file as messages name it: relative to the checkout for TICKIT's, else its path."""
+        return str(self.file.relative_to(PROJECT_ROOT)) if self.file.is_relative_to(PROJECT_ROOT) else str(self.file)
+
+    @property
     def is_tickit(self) -> bool:
         """TICKIT's built-in tables, rather than a project's own DDL."""
         return not any(source.ddl for source in self.sources.values())

@@ -202,7 +202,7 @@ class _Validator:
             self.fail(raw, f"unknown source {raw['source']!r}; sources: {', '.join(topology.sources)}", "source")
         elsewhere = [t for t in tables if topology.table(t).source != raw["source"]]
         if elsewhere:
-            self.fail(raw, f"{', '.join(elsewhere)} not on source {raw['source']!r} in {topology.file}",
+            self.fail(raw, f"{', '.join(elsewhere)} not on source {raw['source']!r} in {topology.file_label}",
                       "source")
 
     def table_name(self, where, table, key, allowed=None) -> str:
