@@ -24,9 +24,12 @@ import pytest
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from sandbox.config import Settings
 from sandbox.harness.oracle import NotOneBatch
 from sandbox.harness.pipeline import SilverBehind
 from sandbox.harness.verdict import OracleMismatch
+from sandbox.schema import DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ
+from sandbox.stack import catalog
 from spark_jobs import cdc_hudi_job
 from spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
 from spark_jobs.job_config import TableSpec
@@ -246,6 +249,32 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "session-zone-times": session_zone_times, "partition-change-kept-twice": partition_change_kept_twice}
 
 
+def _has_column(*kinds: str):
+    return lambda settings, tables: any(c.type in kinds for t in tables for c in t.columns)
+
+
+# What a variant needs of the project's tables to be caught at all; the others need nothing.
+NEEDS = {
+    "money-as-double": ("decimal column", _has_column(DECIMAL)),
+    "decimals-through-double": ("decimal column", _has_column(DECIMAL)),
+    "widened-integers": ("int or smallint column", _has_column(INT, SMALLINT)),
+    "zone-shifted-times": ("date or timestamp column", _has_column(DATE, TIMESTAMP, TIMESTAMPTZ)),
+    "session-zone-times": ("timestamp column", _has_column(TIMESTAMP, TIMESTAMPTZ)),
+    "partition-change-kept-twice": ("partitioned table", lambda settings, tables: any(
+        settings.topology.silver_of(t.name).partition_by for t in tables)),
+    "dropped-added-column": ("MariaDB or MySQL table", lambda settings, tables: any(
+        settings.topology.sources[settings.topology.table(t.name).source].engine in ("mariadb", "mysql")
+        for t in tables)),
+    "skip-table": ("table venue", lambda settings, tables: any(t.name == "venue" for t in tables)),
+}
+
+
+def unmet_need(variant: str, settings, tables: list) -> str:
+    """What the project's tables lack for the variant to show ("" when nothing)."""
+    need, met = NEEDS.get(variant, ("", lambda settings, tables: True))
+    return "" if met(settings, tables) else f"the project's tables have no {need}"
+
+
 def break_job(name: str) -> pytest.MonkeyPatch:
     if name not in VARIANTS:
         raise SystemExit(f"SANDBOX_BROKEN_JOB={name!r} is not a variant; choose one of: {', '.join(VARIANTS)}")
@@ -273,6 +302,7 @@ class Outcome:
 class Judgement:
     caught_by: tuple[str, ...] = ()
     not_judged: str = ""  # why the run cannot tell whether the variant is caught
+    not_applicable: str = ""  # what the project's tables lack for the bug to show
 
 
 def is_verdict(kind: str) -> bool:
@@ -350,6 +380,8 @@ def short_name(test: str) -> str:
 
 
 def verdict_line(variant: str, judgement: Judgement) -> str:
+    if judgement.not_applicable:
+        return f"{variant}: does not apply ({judgement.not_applicable})"
     if judgement.caught_by:
         return f"{variant}: caught by {', '.join(map(short_name, judgement.caught_by))}"
     if judgement.not_judged:
@@ -366,7 +398,7 @@ def matrix(judgements: dict[str, Judgement]) -> list[str]:
     width = max(map(len, judgements), default=0)
     header = " " * width + "".join(f"{n:>4}" for n in range(1, len(tests) + 1))
     rows = [variant.ljust(width) + "".join(
-        f"{'?' if j.not_judged else 'x' if test in j.caught_by else '.':>4}" for test in tests)
+        f"{'-' if j.not_applicable else '?' if j.not_judged else 'x' if test in j.caught_by else '.':>4}" for test in tests)
         for variant, j in judgements.items()]
     return [header, *rows, *[f"{n:>4}  {short_name(test)}" for n, test in enumerate(tests, 1)]]
 
@@ -401,9 +433,14 @@ def main(argv: list[str]) -> int:
             parser.error(f"no variant {name!r}; choose from {', '.join(VARIANTS)}")
     REPORTS.mkdir(parents=True, exist_ok=True)
     suites, variants = args.suite or SUITES, args.variants or list(VARIANTS)
+    settings = Settings.load()
+    tables = [catalog.table_schema(settings, t.name) for t in settings.topology.tables]
     baseline, problem = run_baseline(suites)
     judgements = {}
     for name in variants:
+        if unmet := unmet_need(name, settings, tables):
+            judgements[name] = Judgement(not_applicable=unmet)
+            continue
         if problem:
             judgements[name] = Judgement(not_judged=f"the unbroken job's run: {problem}")
             continue
@@ -414,7 +451,7 @@ def main(argv: list[str]) -> int:
     report = [*matrix(judgements), "", *(verdict_line(name, j) for name, j in judgements.items())]
     (REPORTS / "matrix.txt").write_text("\n".join(report) + "\n")
     print("\n" + "\n".join(report))
-    return 0 if all(j.caught_by for j in judgements.values()) else 1
+    return 0 if all(j.caught_by or j.not_applicable for j in judgements.values()) else 1
 
 
 def run_baseline(suites: list[str]) -> tuple[dict[str, Outcome], str]:

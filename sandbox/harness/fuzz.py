@@ -19,6 +19,7 @@ import datetime as dt
 import itertools
 import random
 import time
+import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -32,9 +33,10 @@ from sandbox.harness import scenario as scenarios
 from sandbox.sources.mutations import added_column, random_value
 from spark_jobs.failures import cause_line
 from tickit_data.schema import get_table
-from sandbox.schema import BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, TIMESTAMP, Column, Table
+from sandbox.schema import (BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR,
+                            TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table)
 
-FUZZ_KEY_BASE = {SMALLINT: 30_000, INT: 2_000_000_000}  # above every TICKIT key
+FUZZ_KEY_BASE = {SMALLINT: 30_000, INT: 2_000_000_000, BIGINT: 2**62}  # above every TICKIT key
 FUZZ_KEYS_PER_TABLE = 24
 # What an example's failure may be: a verdict of the oracle or a scenario, the harness giving up, the job crashing.
 FAILURES = (AssertionError, SandboxError, StreamingQueryException)
@@ -53,17 +55,52 @@ EDGE_TIMES = [dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59, 999
               dt.datetime(1899, 12, 31, 23, 59, 59)]
 
 
-def fuzz_keys(table: Table) -> list[int]:
-    """The keys examples use in this table: a range above TICKIT's, and the largest the key's type holds."""
-    (pk,) = table.primary_key
-    kind = table.column(pk).type
-    return [*range(FUZZ_KEY_BASE[kind], FUZZ_KEY_BASE[kind] + FUZZ_KEYS_PER_TABLE), INTEGER_RANGES[kind][1]]
+def fuzz_keys(table: Table) -> list[tuple]:
+    """The keys examples use in this table: for an integer key a range above TICKIT's and the largest its type
+    holds; for any other key values of each key column that loaded rows do not use (`fuzz-` text, the top of a
+    number's range)."""
+    columns = [table.column(name) for name in table.primary_key]
+    if len(columns) == 1 and columns[0].type in FUZZ_KEY_BASE:
+        kind = columns[0].type
+        return [(key,) for key in (*range(FUZZ_KEY_BASE[kind], FUZZ_KEY_BASE[kind] + FUZZ_KEYS_PER_TABLE),
+                                   INTEGER_RANGES[kind][1])]
+    return [tuple(_key_part(column, number) for column in columns) for number in range(FUZZ_KEYS_PER_TABLE)]
+
+
+def _key_part(column: Column, number: int):
+    if column.type in INTEGER_RANGES:
+        return INTEGER_RANGES[column.type][1] - number
+    if column.type == DECIMAL:
+        return str(Decimal(10 ** (column.precision - column.scale) - 1 - number))
+    if column.type == UUID:
+        return str(uuid.UUID(int=2**128 - 1 - number))
+    if column.type == DATE:
+        return dt.date(9999, 12, 31) - dt.timedelta(days=number)
+    if column.type == STR and column.labels:
+        return column.labels[number % len(column.labels)]
+    return f"fuzz-{number}"[:column.max_length or 40]
 
 
 def edge_value(column: Column, rng: random.Random):
-    if column.type in (INT, SMALLINT):
+    if column.type in INTEGER_RANGES:
         low, high = INTEGER_RANGES[column.type]
-        return rng.choice([low, high, 0, -1])
+        return rng.choice([0 if column.unsigned else low, high, 0, 1 if column.unsigned else -1])
+    if column.type == DECIMAL and column.unsigned:
+        largest = 2**64 - 1 if column.precision == 20 and column.scale == 0 else 10**column.precision - 1
+        return rng.choice([Decimal(largest).scaleb(-column.scale), Decimal(0)])
+    if column.type == NUMBER:
+        return rng.choice([Decimal("0"), Decimal("-1E-20"), Decimal("123456789012345678901234567890.5"),
+                           Decimal("1.000000000000000000001")])
+    if column.type == JSON:
+        return rng.choice([{}, [], {"ü": ["東京", None, 1.5, True]}, {"a": {"b": {"c": [1, [2, [3]]]}}}, "text"])
+    if column.type == UUID:
+        return rng.choice(["00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"])
+    if column.type == BYTES:
+        return rng.choice([b"", b"\x00", bytes(range(256))[:32], b"\xff" * 16])
+    if column.type == TIMESTAMPTZ:
+        return rng.choice(EDGE_TIMES).replace(tzinfo=dt.timezone.utc)
+    if column.type == STR and column.labels:
+        return rng.choice(column.labels)
     if column.type == DECIMAL:
         largest = Decimal(10 ** (column.precision - column.scale) * 10 ** column.scale - 1).scaleb(-column.scale)
         return rng.choice([largest, -largest, Decimal("0.00"), Decimal("0.01"), Decimal("-0.01")])
@@ -73,7 +110,8 @@ def edge_value(column: Column, rng: random.Random):
         return rng.choice(EDGE_TIMES)
     if column.type == BOOL:
         return rng.choice([True, False])
-    return rng.choice([*EDGE_TEXT, "ß" * column.max_length])[:column.max_length]
+    longest = column.max_length or 300
+    return rng.choice([*EDGE_TEXT, "ß" * longest])[:longest]
 
 
 def fuzz_value(column: Column, rng: random.Random):
@@ -92,24 +130,25 @@ def fuzz_value(column: Column, rng: random.Random):
 class _Draw:
     rng: random.Random
     sources: dict[str, str]  # the example's tables -> the source database each lives in
+    schemas: dict[str, Table]
     continuous: bool
-    live: dict[str, set[int]] = field(default_factory=dict)
+    live: dict[str, set[tuple]] = field(default_factory=dict)
     added: dict[str, dict[str, Column]] = field(default_factory=dict)
 
-    def row(self, table: str, key: int) -> dict:
-        schema = get_table(table)
-        (pk,) = schema.primary_key
-        return {pk: key, **{c.name: fuzz_value(c, self.rng) for c in schema.columns if c.name != pk}}
+    def row(self, table: str, key: tuple) -> dict:
+        schema = self.schemas[table]
+        return self.key(table, key) | {c.name: fuzz_value(c, self.rng) for c in schema.columns
+                                       if c.name not in schema.primary_key}
 
-    def free_key(self, table: str) -> int | None:
-        free = [k for k in fuzz_keys(get_table(table)) if k not in self.live[table]]
+    def free_key(self, table: str) -> tuple | None:
+        free = [k for k in fuzz_keys(self.schemas[table]) if k not in self.live[table]]
         return self.rng.choice(free) if free else None
 
-    def live_key(self, table: str) -> int | None:
-        return self.rng.choice(sorted(self.live[table])) if self.live[table] else None
+    def live_key(self, table: str) -> tuple | None:
+        return self.rng.choice(sorted(self.live[table], key=str)) if self.live[table] else None
 
-    def key(self, table: str, value: int) -> dict:
-        return {get_table(table).primary_key[0]: value}
+    def key(self, table: str, value: tuple) -> dict:
+        return dict(zip(self.schemas[table].primary_key, value))
 
     def batch(self) -> list[dict]:
         one_micro_batch = self.rng.random() < 0.35
@@ -165,8 +204,8 @@ class _Draw:
             return {"update_key": {"table": table, "key": self.key(table, key), "new_key": self.key(table, free)}}
         return self.update(table, key)
 
-    def update(self, table: str, key: int) -> dict:
-        schema = get_table(table)
+    def update(self, table: str, key: tuple) -> dict:
+        schema = self.schemas[table]
         columns = [c for c in schema.columns if c.name not in schema.primary_key]
         columns += list(self.added.get(table, {}).values())
         chosen = self.rng.sample(columns, k=min(len(columns), self.rng.randint(1, 3)))
@@ -174,15 +213,17 @@ class _Draw:
                            "set": {c.name: fuzz_value(c, self.rng) for c in chosen}}}
 
 
-def draw_example(seed: int, number: int, sources: dict[str, str]) -> dict:
+def draw_example(seed: int, number: int, sources: dict[str, str], schemas: dict[str, Table] | None = None) -> dict:
     """Example `number` of the run with this seed, as a scenario (a dict in the file format). `sources` maps every
-    table that may be chosen to the source database it lives in (a transaction stays in one)."""
+    table that may be chosen to the source database it lives in (a transaction stays in one); `schemas` gives their
+    columns and keys (TICKIT's by default)."""
     rng = random.Random(f"{seed}:{number}")
     tables = sorted(rng.sample(sorted(sources), k=rng.randint(1, min(3, len(sources)))))
-    draw = _Draw(rng, {t: sources[t] for t in tables}, continuous=rng.random() < 0.5)
+    schemas = schemas or {table: get_table(table) for table in tables}
+    draw = _Draw(rng, {t: sources[t] for t in tables}, {t: schemas[t] for t in tables}, continuous=rng.random() < 0.5)
     given = {}
     for table in tables:
-        keys = rng.sample(fuzz_keys(get_table(table)), k=rng.randint(1, 3))
+        keys = rng.sample(fuzz_keys(schemas[table]), k=rng.randint(1, 3))
         draw.live[table] = set(keys)
         given[table] = [draw.row(table, key) for key in keys]
     steps = []
@@ -253,13 +294,14 @@ class Fuzzer:
         self.pipeline, self.oracle, self.mutator, self.seed = pipeline, oracle, mutator, seed
         self.workdir, self.say = workdir, say
         self.sources = {spec.table: mutator.placement(spec.table).dialect for spec in pipeline.config.tables}
+        self.schemas = {table: mutator.placement(table).table for table in self.sources}
         self.examples = 0
 
     def run(self, budget: Budget) -> Failure | None:
         for number in itertools.count(1):
             if budget.spent(self.examples):
                 return None
-            raw = draw_example(self.seed, number, self.sources)
+            raw = draw_example(self.seed, number, self.sources, self.schemas)
             spec = write(raw, self.workdir / "example.yaml")
             rounds = self.oracle.rounds
             try:
@@ -292,9 +334,9 @@ def delete_rows(mutator, tables: list[str]) -> bool:
     """Delete, through the source, the rows examples left at their keys in these tables; whether there were any."""
     deleted = False
     for table in tables:
-        schema = get_table(table)
+        schema = mutator.placement(table).table
         for value in fuzz_keys(schema):
-            key = {schema.primary_key[0]: value}
+            key = dict(zip(schema.primary_key, value))
             if mutator.read_row(table, key) is not None:
                 mutator.delete(table, key)
                 deleted = True
@@ -444,7 +486,7 @@ def _named_keys(raw: dict) -> set[tuple[str, tuple]]:
 
 
 def _key_of(table: str, row: dict) -> tuple:
-    return tuple(row[k] for k in get_table(table).primary_key)
+    return tuple(row[k] for k in scenarios.table_schema(table).primary_key)
 
 
 def _fewer_given_rows(raw: dict):

@@ -127,6 +127,13 @@ def load(path: Path) -> Scenario:
     return _Validator(path).scenario(raw)
 
 
+def table_schema(table: str) -> Table:
+    """A table of the project scenarios run on: TICKIT's declared one, or a project's as its source's catalog
+    describes it (the sandbox must be up)."""
+    topology = load_topology(project_file(os.environ))
+    return get_table(table) if topology.is_tickit else catalog.table_schema(Settings.load(), table)
+
+
 class _Validator:
     def __init__(self, path: Path):
         self.path = path
@@ -190,10 +197,8 @@ class _Validator:
         return [dict(job) for job in jobs]
 
     def schema(self, table: str) -> Table:
-        """TICKIT's declared table, or a project's as its source's catalog describes it (the sandbox must be up)."""
         if table not in self.schemas:
-            self.schemas[table] = get_table(table) if self.topology.is_tickit else \
-                catalog.table_schema(Settings.load(), table)
+            self.schemas[table] = table_schema(table)
         return self.schemas[table]
 
     def source(self, raw, tables: list[str]) -> None:

@@ -1,5 +1,5 @@
-"""A project's rows: per table a data file (CSV, TSV or Parquet, with a header naming columns) loaded with each
-engine's bulk path, or rows generated from the column types with a seed and a count.
+"""A project's rows: per table a data file (CSV, TSV or Parquet, with a header naming columns; an empty field is
+NULL) loaded with each engine's bulk path, or rows generated from the column types with a seed and a count.
 
 A table that holds rows already is left as it is: a load never loses what is there. A file's row that does not fit
 its table stops that table's load with the file, the line and the database's message; the table stays empty and
@@ -135,8 +135,12 @@ def _load_delimited(conn, placement: Placement, path: Path) -> int:
                 loaded = cur.rowcount
             else:
                 cur.execute("START TRANSACTION")
+                # An empty field is NULL, as COPY's CSV reads it on Postgres.
+                variables = ", ".join(f"@v{i}" for i in range(len(header)))
+                nulls = ", ".join(f"{quote(placement.dialect, name)} = NULLIF(@v{i}, '')"
+                                  for i, name in enumerate(header))
                 cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE {placement.name} CHARACTER SET utf8mb4 FIELDS "
-                            f"TERMINATED BY %s OPTIONALLY ENCLOSED BY '\"' IGNORE 1 LINES ({columns})",
+                            f"TERMINATED BY %s OPTIONALLY ENCLOSED BY '\"' IGNORE 1 LINES ({variables}) SET {nulls}",
                             (str(path), delimiter))
                 loaded = cur.rowcount
                 cur.execute("SHOW WARNINGS")

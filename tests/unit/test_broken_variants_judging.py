@@ -98,3 +98,20 @@ def test_the_matrix_marks_each_catch_and_numbers_the_catching_tests():
         "   2  test_rounds",
     ]
     assert matrix({"money-as-double": Judgement()}) == ["(no test caught any variant)"]
+
+
+def test_a_variant_that_needs_a_column_kind_the_project_lacks_says_so(tmp_path):
+    from sandbox.config import Settings
+    from sandbox.schema import BIGINT, STR, Column, Table
+    from tests.broken_variants import unmet_need
+    from tickit_data import TABLES
+
+    tickit = Settings.load({"SANDBOX_STATE_DIR": str(tmp_path), "SANDBOX_BACKEND": "native"})
+    assert all(unmet_need(variant, tickit, list(TABLES)) == "" for variant in
+               ("money-as-double", "widened-integers", "zone-shifted-times", "dropped-added-column", "skip-table"))
+    assert unmet_need("partition-change-kept-twice", tickit, list(TABLES)) == \
+        "the project's tables have no partitioned table"
+    plain = [Table("notes", (Column("id", BIGINT), Column("body", STR)), ("id",))]
+    assert unmet_need("money-as-double", tickit, plain) == "the project's tables have no decimal column"
+    line = verdict_line("money-as-double", Judgement(not_applicable="the project's tables have no decimal column"))
+    assert line.startswith("money-as-double: does not apply")
