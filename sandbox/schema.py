@@ -46,6 +46,7 @@ class Column:
     labels: tuple[str, ...] = ()  # an enum's values (str)
     unsigned: bool = False  # an integer column that holds no negative value (decimal(20,0) for bigint unsigned)
     sql_type: str | None = None  # the type as the source's catalog names it
+    unique: bool = False  # a UNIQUE constraint of its own (besides the primary key): generated rows draw new values
     # How the connector carries the value when its settings make it other than the type's own (so silver holds it
     # so): "string" or "double" (decimal.handling.mode), "base64"/"hex" (binary.handling.mode), "millis"
     # (time.precision.mode=connect). Empty: as the type itself.

@@ -249,7 +249,8 @@ class Mutator:
 
     def _random_insert(self, p: Placement, rng: random.Random) -> Change:
         template = self._random_row(p, rng)
-        values = {c.name: template[c.name] for c in p.table.columns} | self.new_key(p.table.name, rng)
+        key = self.new_key(p.table.name, rng)
+        values = {c.name: _unique_value(c, key, rng) if c.unique else template[c.name] for c in p.table.columns} | key
         for column in self._free_columns(p, rng):
             values[column.name] = self._random_value(p, column, rng)
         return self.insert(p.table.name, values)
@@ -280,9 +281,10 @@ class Mutator:
         return self.update(table, self._key_of(self.placement(table), row), {column.name: value})
 
     def changeable_columns(self, table: str) -> list[Column]:
-        """Columns that are neither key nor reference: changing them keeps the data set consistent."""
+        """Columns that are neither key, nor reference, nor unique: changing them keeps the data set consistent."""
         p = self.placement(table)
-        fixed = set(p.table.primary_key) | {fk.column for fk in p.table.foreign_keys}
+        fixed = set(p.table.primary_key) | {fk.column for fk in p.table.foreign_keys} | \
+            {c.name for c in p.table.columns if c.unique}
         return [c for c in p.table.columns if c.name not in fixed]
 
     def _free_columns(self, p: Placement, rng: random.Random) -> list[Column]:
@@ -573,6 +575,14 @@ def random_value(column: Column, rng: random.Random):
     if column.labels:
         return rng.choice(column.labels)
     return _text(rng, column.max_length or 40)
+
+
+def _unique_value(column: Column, key: dict, rng: random.Random):
+    """A value of a column with a UNIQUE constraint for a new row: text made from the row's new key, which no
+    other row has (seeded draws repeat from one run to the next, and the rows of earlier runs stay)."""
+    if column.type == STR and not column.labels:
+        return "k" + "-".join(str(value) for value in key.values())[-(column.max_length or 40) + 1:]
+    return random_value(replace(column, nullable=False), rng)
 
 
 def _exact(digits: int, scale: int) -> Decimal:

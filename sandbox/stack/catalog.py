@@ -150,7 +150,12 @@ def _postgres_table(cur, schema: str, name: str) -> Table | None:
         "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
         "WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)",
         (f'"{schema}"."{name}"',))
-    return Table(name, columns, tuple(row[0] for row in cur.fetchall()))
+    key = tuple(row[0] for row in cur.fetchall())
+    cur.execute(
+        "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+        "WHERE i.indrelid = %s::regclass AND i.indisunique AND NOT i.indisprimary AND i.indnatts = 1",
+        (f'"{schema}"."{name}"',))
+    return _with_unique(Table(name, columns, key), {row[0] for row in cur.fetchall()})
 
 
 def _mysql_table(cur, database: str, name: str) -> Table | None:
@@ -164,7 +169,15 @@ def _mysql_table(cur, database: str, name: str) -> Table | None:
                     for column, sql_type, nullable in described)
     cur.execute("SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s AND "
                 "TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION", (database, name))
-    return Table(name, columns, tuple(row[0] for row in cur.fetchall()))
+    key = tuple(row[0] for row in cur.fetchall())
+    cur.execute("SELECT MIN(COLUMN_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND "
+                "TABLE_NAME = %s AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' GROUP BY INDEX_NAME "
+                "HAVING COUNT(*) = 1", (database, name))
+    return _with_unique(Table(name, columns, key), {row[0] for row in cur.fetchall()})
+
+
+def _with_unique(table: Table, unique: set[str]) -> Table:
+    return replace(table, columns=tuple(replace(c, unique=c.name in unique) for c in table.columns))
 
 
 def _mysql_json_columns(cur, database: str, name: str) -> set[str]:

@@ -33,13 +33,19 @@ def moma(sandbox: Settings) -> Settings:
     return Settings.load(env)
 
 
-@pytest.fixture
-def moma_oracle(request, moma, spark):
+@pytest.fixture(scope="module")
+def moma_pipeline(request, moma, spark):
+    """One pipeline over both tables for the module (its first run reads the sample's snapshot)."""
     pipeline = pipeline_on_new_lake(moma, spark, None)
-    pipeline.run_once()  # the sample's snapshot
-    yield Oracle(moma, pipeline, Mutator(moma), timeout=request.config.getoption("--oracle-timeout"), stats=RunStats())
-    report = getattr(request.node, "report_call", None)
-    finish([pipeline], report is None or report.failed)
+    pipeline.run_once()
+    yield pipeline
+    finish([pipeline], request.session.testsfailed > 0)
+
+
+@pytest.fixture
+def moma_oracle(request, moma, moma_pipeline):
+    return Oracle(moma, moma_pipeline, Mutator(moma), timeout=request.config.getoption("--oracle-timeout"),
+                  stats=RunStats())
 
 
 def test_the_collection_in_silver_then_rounds_of_changes(moma_oracle):
