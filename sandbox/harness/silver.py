@@ -186,7 +186,10 @@ def arrow_rows(shape: Shape, batches, keys: set[tuple] | None = None) -> Rows:
     if keys is not None:
         table = _at_keys(shape, table, keys)
     columns = [_values(shape, table, name) for name in [*shape.columns, *META_COLUMNS]]
-    return shape.rows(zip(*columns), normalized=True)
+    rows = shape.rows(zip(*columns), normalized=True)
+    if keys is not None and len(shape.table.primary_key) > 1:  # chosen by the first key column only
+        rows = {key: row for key, row in rows.items() if key in keys}
+    return rows
 
 
 def _at_keys(shape: Shape, table: pa.Table, keys: set[tuple]) -> pa.Table:

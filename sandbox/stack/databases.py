@@ -15,7 +15,7 @@ import psycopg2
 import pymssql
 import pymysql
 
-from sandbox.config import CapturedTable, Settings
+from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.stack.credentials import login
 from tickit_data.ddl import MYSQL, SQLSERVER

@@ -14,7 +14,7 @@ import pytest
 from sandbox.harness.oracle import NotOneBatch
 from sandbox.harness.silver import arrow_rows
 from sandbox.sources import tickit
-from sandbox.stack import catalog, databases
+from sandbox.stack import catalog
 from tickit_data.generator import table_checksum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -195,3 +195,14 @@ def test_a_table_spec_round_trips_its_silver_settings_and_they_become_hudi_optio
     assert hudi_options(config, plain, 10, 1)["hoodie.index.type"] == "BUCKET"
     with pytest.raises(ValueError, match="unknown settings"):
         TableSpec.from_dict({"topic": "t", "table": "t", "key": ["a"], "position": "lsn", "partitions": ["x"]})
+
+
+def test_a_read_at_some_keys_of_a_composite_key_holds_those_keys_alone():
+    from sandbox.harness.silver import Shape, arrow_rows
+
+    shape = Shape(Table("accounts", (Column("tenant", STR), Column("no", "int"), Column("owner", STR)),
+                        ("tenant", "no")))
+    batch = pa.record_batch({"tenant": ["a", "a", "b"], "no": [1, 2, 1], "owner": ["x", "y", "z"],
+                             "__deleted": ["false"] * 3, "_hoodie_commit_time": ["1"] * 3, "__op": ["c"] * 3})
+    assert arrow_rows(shape, [batch], {("a", 1)}) == {("a", 1): ("a", 1, "x")}
+    assert len(arrow_rows(shape, [batch])) == 3
