@@ -210,8 +210,31 @@ def _values(shape: Shape, table: pa.Table, name: str) -> list:
     column = table.column(name)
     if pa.types.is_timestamp(column.type) and column.type.tz:
         column = column.cast(pa.timestamp(column.type.unit))  # the same instants, as naive UTC
-    values = column.to_pylist()
+    values = _python_values(column)
     return normalize_column(shape.table.column(name), values) if name in shape.columns else values
+
+
+def _python_values(column) -> list:
+    """The column's values; a date or time Python cannot hold (a year 0, say, which a wrong job can write) as its
+    text with a note, so that the comparison reports it instead of failing to read it."""
+    try:
+        return column.to_pylist()
+    except (OverflowError, ValueError):
+        texts = column.cast(pa.string()).to_pylist()
+        values = []
+        for value, text in zip(column, texts):
+            try:
+                values.append(value.as_py())
+            except (OverflowError, ValueError):
+                values.append(OutOfRange(text))
+        return values
+
+
+class OutOfRange(str):
+    """A silver value outside Python's dates and times, shown as its text."""
+
+    def __repr__(self) -> str:
+        return f"{str(self)} (outside Python's dates)"
 
 
 def arrow_type(column: Column, dialect: str) -> pa.DataType:

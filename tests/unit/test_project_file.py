@@ -206,3 +206,14 @@ def test_a_read_at_some_keys_of_a_composite_key_holds_those_keys_alone():
                              "__deleted": ["false"] * 3, "_hoodie_commit_time": ["1"] * 3, "__op": ["c"] * 3})
     assert arrow_rows(shape, [batch], {("a", 1)}) == {("a", 1): ("a", 1, "x")}
     assert len(arrow_rows(shape, [batch])) == 3
+
+
+def test_a_silver_date_python_cannot_hold_is_reported_as_a_difference_not_a_crash():
+    from sandbox.harness.silver import Shape, arrow_rows
+    from sandbox.schema import DATE
+
+    shape = Shape(Table("shipments", (Column("id", "int"), Column("day", DATE)), ("id",)))
+    batch = pa.record_batch({"id": [1], "day": pa.array([-719163 - 1], pa.date32()), "__deleted": ["false"],
+                             "_hoodie_commit_time": ["1"], "__op": ["u"]})
+    ((key, row),) = arrow_rows(shape, [batch]).items()
+    assert key == (1,) and row[1] != dt.date(1, 1, 1) and "outside Python's dates" in repr(row[1])

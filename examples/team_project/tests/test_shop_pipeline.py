@@ -24,10 +24,9 @@ def job_session_in_new_york(spark):
 
 def test_every_kind_of_change_on_the_shops_tables_reaches_silver_exactly(oracle, mutator):
     oracle.track(TABLES, label="load")
-    for seed in (1, 2):
-        changes = mutator.random_batch(18, seed=seed, tables=TABLES)
-        assert {c.kind for c in changes} == {"insert", "update", "delete"}
-        oracle.round(f"random changes, seed {seed}")
+    changes = mutator.random_batch(24, seed=1, tables=TABLES)
+    assert {c.kind for c in changes} == {"insert", "update", "delete"}
+    oracle.round("random changes")
     rng = random.Random(7)
 
     account = mutator.sample_row("accounts", rng)
