@@ -39,9 +39,10 @@ def _report(name: str, outcome: str) -> None:
 
 
 def _fail(exc: SandboxError) -> None:
-    console.print(f"[red]error:[/red] {exc.message}", highlight=False)
+    # soft_wrap: a path in the message stays whole, to copy, however narrow the terminal
+    console.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
     if exc.hint:
-        console.print(f"[yellow]what to do:[/yellow] {exc.hint}", highlight=False)
+        console.print(f"[yellow]what to do:[/yellow] {exc.hint}", highlight=False, soft_wrap=True)
     raise typer.Exit(1)
 
 

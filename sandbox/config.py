@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 import yaml
 
+from sandbox import debezium_settings
 from sandbox.errors import SandboxError
 from tickit_data import TABLE_NAMES
 
@@ -211,9 +212,10 @@ def _source(path: Path, name: str, spec: dict) -> Source:
     debezium = spec.get("debezium") or {}
     if not isinstance(debezium, dict):
         raise SandboxError(f"{path}: `debezium` of source {name} is not a mapping", "give it as setting: value lines")
+    debezium = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in debezium.items()}
+    debezium_settings.check(path, name, debezium)
     return Source(name=name, engine=spec["engine"], database=spec["database"], connector=spec["connector"],
-                  tables=tables, ddl=ddl, debezium={str(k): str(v).lower() if isinstance(v, bool) else str(v)
-                                                    for k, v in debezium.items()})
+                  tables=tables, ddl=ddl, debezium=debezium)
 
 
 CREATE_TABLE = re.compile(r"\bcreate\s+(?:unlogged\s+)?table\s+(?:if\s+not\s+exists\s+)?"

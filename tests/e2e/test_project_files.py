@@ -16,6 +16,7 @@ import pytest
 from sandbox.config import Settings
 from sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
 from sandbox.harness.oracle import Oracle, RunStats
+from sandbox.sources.changes import ChangeReader
 from sandbox.sources.mutations import Mutator
 from sandbox.stack import catalog
 from sandbox.stack.connectors import ConnectClient
@@ -126,9 +127,10 @@ def test_a_data_file_row_that_does_not_fit_names_the_file_and_keeps_the_tables_l
 
 @pytest.mark.slow
 def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binaries_and_times(sandbox, spark, request,
-                                                                                           tmp_path):
+                                                                                           registry, tmp_path):
     """Decimals as text, binaries as base64 and times in milliseconds: silver holds them so, and the oracle compares
-    them with the source's values under those settings."""
+    them with the source's values under those settings. No snapshot, and each delete followed by a tombstone: the
+    job skips the tombstones and the deleted row stays soft-deleted with its last values."""
     directory = project(tmp_path / "p", "modes_pg", """\
         CREATE TABLE readings (
             id      integer PRIMARY KEY,
@@ -141,6 +143,9 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
           decimal.handling.mode: string
           binary.handling.mode: base64
           time.precision.mode: connect
+          snapshot.mode: no_data
+          tombstones.on.delete: true
+          transforms.unwrap.delete.tombstone.handling.mode: rewrite-with-tombstone
         """, tables="tables:\n  readings: {data: {generate: 20, seed: 3}}\n")
     for command in (["up", "--skip-install"], ["load"]):
         done = run(sandbox, directory, *command)
@@ -156,7 +161,11 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
                         stats=RunStats())
         oracle.track(["readings"])
         mutator.update("readings", {"id": 1}, {"value": Decimal("-12345678.9012"), "raw": b"\x00\x01\xfe\xff"})
-        oracle.round("values at their edges")
+        deleted = mutator.delete("readings", {"id": 2})
+        oracle.round("values at their edges, and a delete")
         oracle.verify_history()
+        with ChangeReader(settings.endpoint("kafka").address, deleted.topic, registry) as reader:
+            tombstones = [e for e in reader.read_to_end(60) if e.value is None]
+        assert [e.key for e in tombstones] == [{"id": 2}], "the delete was not followed by its tombstone"
     finally:
         finish([pipeline], failed=False)

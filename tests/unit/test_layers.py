@@ -10,7 +10,7 @@ import pytest
 from sandbox.config import PROJECT_ROOT
 
 LAYERS = {"core": 0, "stack": 1, "sources": 2, "harness": 3, "bench": 4, "cli": 4}
-CORE = {"sandbox", "sandbox.config", "sandbox.errors", "sandbox.schema", "sandbox.wait"}
+CORE = {"sandbox", "sandbox.config", "sandbox.debezium_settings", "sandbox.errors", "sandbox.schema", "sandbox.wait"}
 
 
 def module_name(path: Path) -> str:

@@ -7,10 +7,12 @@ import datetime as dt
 import random
 import shutil
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from sandbox import debezium_settings
 from sandbox.config import PROJECT_ROOT, Settings, load_topology, project_file
 from sandbox.errors import SandboxError
 from sandbox.harness.silver import arrow_type
@@ -91,6 +93,28 @@ def test_debezium_settings_are_merged_into_the_connector_and_each_binlog_connect
     mariadb = connector_config(settings, settings.topology.sources["mysql"])
     assert mariadb["database.server.id"] == str(server_id("shop-mariadb")) != str(server_id("tickit-mysql"))
     assert mariadb["database.include.list"] == "shop_ledger"
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("snapshot.mode: initial_only", "`snapshot.mode: initial_only`: the oracle compares"),
+    ("transforms.unwrap.delete.tombstone.handling.mode: drop", "silver would keep deleted rows live"),
+    ("skipped.operations: d", "a skipped operation never reaches silver"),
+    ("value.converter: org.apache.kafka.connect.json.JsonConverter", "which the sandbox sets itself"),
+    ("database.server.id: 7", "which the sandbox sets itself"),
+])
+def test_a_debezium_setting_the_harness_cannot_follow_is_refused_with_why(team, setting, message):
+    path = team / "cdc-sandbox.yaml"
+    path.write_text(path.read_text().replace("      binary.handling.mode: bytes\n",
+                                             f"      binary.handling.mode: bytes\n      {setting}\n"))
+    with pytest.raises(SandboxError) as error:
+        load_topology(path)
+    assert str(path) in str(error.value) and message in str(error.value) and "source postgres" in str(error.value)
+
+
+def test_debezium_settings_the_harness_follows_are_kept():
+    followed = {"snapshot.mode": "no_data", "tombstones.on.delete": "true",
+                "transforms.unwrap.delete.tombstone.handling.mode": "rewrite-with-tombstone"}
+    debezium_settings.check(Path("p.yaml"), "postgres", followed)
 
 
 def test_the_statement_splitter_keeps_quoted_semicolons_and_reports_each_statements_line():
