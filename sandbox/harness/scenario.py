@@ -6,6 +6,7 @@ README ("Scenario files"). A malformed file fails with its path, the line and th
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -130,8 +131,14 @@ def load(path: Path) -> Scenario:
 def table_schema(table: str) -> Table:
     """A table of the project scenarios run on: TICKIT's declared one, or a project's as its source's catalog
     describes it (the sandbox must be up)."""
-    topology = load_topology(project_file(os.environ))
-    return get_table(table) if topology.is_tickit else catalog.table_schema(Settings.load(), table)
+    settings = _project_settings(project_file(os.environ))
+    return get_table(table) if settings is None else catalog.table_schema(settings, table)
+
+
+@functools.lru_cache(maxsize=8)  # read once per project file: the fuzzer asks per key it draws
+def _project_settings(path: Path) -> Settings | None:
+    """None for TICKIT, whose tables are declared in the package."""
+    return None if load_topology(path).is_tickit else Settings.load()
 
 
 class _Validator:

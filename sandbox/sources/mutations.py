@@ -187,10 +187,7 @@ class Mutator:
     # --- the mutation kinds --------------------------------------------------------------------------------
     def insert(self, table: str, values: dict) -> Change:
         p = self.placement(table)
-        columns = ", ".join(quote(p.dialect, c) for c in values)
-        marks = ", ".join(["%s"] * len(values))
-        sql = f"INSERT INTO {p.name} ({columns}) VALUES ({marks})"
-        return self._apply(p, "insert", self._key_of(p, values), sql, tuple(values.values()))
+        return self._apply(p, "insert", self._key_of(p, values), p.insert_sql(list(values)), tuple(values.values()))
 
     def update(self, table: str, key: dict, values: dict) -> Change:
         p = self.placement(table)
@@ -353,7 +350,7 @@ class Mutator:
         with conn.cursor() as cur:
             if self.source_clock is not None:
                 _set_session_clock(cur, p.dialect, self.source_clock)
-            cur.execute(sql, tuple(sql_parameter(p.dialect, value) for value in params))
+            cur.execute(sql, tuple(sql_parameter(value) for value in params))
             affected = cur.rowcount
             if self.source_clock is not None:
                 _set_session_clock(cur, p.dialect, None)
@@ -484,7 +481,7 @@ class Mutator:
                 return dict(zip(names, cur.fetchone()))
 
 
-def sql_parameter(dialect: str, value):
+def sql_parameter(value):
     """A JSON value (a dict or list, as drivers read it) as the JSON text the column takes."""
     if isinstance(value, (dict, list)):
         return json.dumps(value)

@@ -85,12 +85,10 @@ def generated_rows(placement: Placement, count: int, seed: int) -> Iterator[dict
 
 def _insert(conn, placement: Placement, rows: Iterator[dict]) -> int:
     names = placement.table.column_names
-    statement = (f"INSERT INTO {placement.name} ({', '.join(quote(placement.dialect, n) for n in names)}) "
-                 f"VALUES ({', '.join(['%s'] * len(names))})")
-    values = [tuple(sql_parameter(placement.dialect, row[n]) for n in names) for row in rows]
+    values = [tuple(sql_parameter(row[n]) for n in names) for row in rows]
     try:
         with conn.cursor() as cur:
-            cur.executemany(statement, values)
+            cur.executemany(placement.insert_sql(names), values)
     except Exception as exc:  # the driver's error, whichever engine
         conn.rollback()
         raise SandboxError(f"{placement.table.name} refused a generated row: {' '.join(str(exc).split())}",
@@ -161,6 +159,20 @@ class _Refused(Exception):
     pass
 
 
+def _first_refused(conn, statement: str, rows: list[tuple]) -> tuple[int, Exception]:
+    """The number (from 1) of the first row the database refuses, and its error; nothing is kept."""
+    try:
+        with conn.cursor() as cur:
+            for number, row in enumerate(rows, start=1):
+                try:
+                    cur.execute(statement, row)
+                except Exception as exc:  # the driver's error, whichever engine
+                    return number, exc
+        return len(rows), RuntimeError("refused as a whole, each row accepted alone")
+    finally:
+        conn.rollback()
+
+
 def _load_parquet(conn, placement: Placement, path: Path) -> int:
     import pyarrow.parquet as pq
 
@@ -170,17 +182,15 @@ def _load_parquet(conn, placement: Placement, path: Path) -> int:
         raise SandboxError(f"{path}: columns {', '.join(unknown)} are not columns of {placement.table.name}",
                            "name the table's columns: " + ", ".join(placement.table.column_names))
     names = table.column_names
-    statement = (f"INSERT INTO {placement.name} ({', '.join(quote(placement.dialect, n) for n in names)}) "
-                 f"VALUES ({', '.join(['%s'] * len(names))})")
-    rows = table.to_pylist()
-    with conn.cursor() as cur:
-        for number, row in enumerate(rows, start=1):
-            try:
-                cur.execute(statement, tuple(row[name] for name in names))
-            except Exception as exc:  # the driver's error: reported with the row
-                conn.rollback()
-                raise SandboxError(f"{path}, row {number}: {placement.table.name} refused it: "
-                                   f"{' '.join(str(exc).split())}",
-                                   "fix that row and load again; nothing of the file was kept") from None
+    rows = [tuple(sql_parameter(row[name]) for name in names) for row in table.to_pylist()]
+    statement = placement.insert_sql(names)
+    try:
+        with conn.cursor() as cur:
+            cur.executemany(statement, rows)
+    except Exception:  # the driver's error: found again row by row, to name the row
+        conn.rollback()
+        number, exc = _first_refused(conn, statement, rows)
+        raise SandboxError(f"{path}, row {number}: {placement.table.name} refused it: {' '.join(str(exc).split())}",
+                           "fix that row and load again; nothing of the file was kept") from None
     conn.commit()
     return len(rows)

@@ -15,7 +15,7 @@ from sandbox.errors import SandboxError
 from sandbox.schema import (BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP,
                             TIMESTAMPTZ, UUID, Column, Table)
 from sandbox.stack.databases import connection
-from tickit_data.ddl import dialect_of, qualified
+from tickit_data.ddl import dialect_of, qualified, quote
 
 SUPPORTED = {
     "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, an enum type, date, "
@@ -38,6 +38,11 @@ class Placement:
     @property
     def name(self) -> str:
         return qualified(self.dialect, self.captured.namespace, self.table.name)
+
+    def insert_sql(self, columns) -> str:
+        """INSERT of one row of these columns, its values as driver parameters."""
+        names = ", ".join(quote(self.dialect, c) for c in columns)
+        return f"INSERT INTO {self.name} ({names}) VALUES ({', '.join(['%s'] * len(columns))})"
 
 
 def placements(settings: Settings, namespace_suffix: str = "") -> list[Placement]:

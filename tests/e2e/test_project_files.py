@@ -4,6 +4,7 @@ what the oracle makes of a connector's settings that change how values are carri
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import textwrap
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from sandbox.config import Settings
@@ -123,6 +126,26 @@ def test_a_data_file_row_that_does_not_fit_names_the_file_and_keeps_the_tables_l
     with connection(settings, "postgres", "bad_data_pg") as conn, conn.cursor() as cur:
         cur.execute("SELECT (SELECT COUNT(*) FROM customers), (SELECT COUNT(*) FROM orders)")
         assert cur.fetchone() == (5, 0)
+
+
+def test_parquet_files_load_whole_and_a_row_that_does_not_fit_is_named_by_its_number(sandbox, tmp_path):
+    directory = project(tmp_path / "p", "parquet_db", """\
+        CREATE TABLE readings (id bigint PRIMARY KEY, taken datetime(6) NOT NULL, value decimal(12,4), note json);
+        CREATE TABLE labels (id int PRIMARY KEY, label varchar(8) NOT NULL);
+        """, engine="mariadb", tables="tables:\n  readings: {data: {file: readings.parquet}}\n"
+                                      "  labels: {data: {file: labels.parquet}}\n")
+    taken = dt.datetime(2026, 3, 29, 1, 30, 0, 123456)
+    pq.write_table(pa.table({"id": list(range(1, 1001)), "taken": [taken] * 1000,
+                             "value": [Decimal("-12345678.9012")] * 1000, "note": ['{"a": [1, 2]}'] * 1000}),
+                   directory / "readings.parquet")
+    pq.write_table(pa.table({"id": [1, 2, 3], "label": ["a", "b", "far too long"]}), directory / "labels.parquet")
+    assert run(sandbox, directory, "up", "--skip-install").returncode == 0
+    failed_with(run(sandbox, directory, "load"), "labels.parquet, row 3", "labels refused it", "nothing of the file")
+    settings = settings_of(sandbox, directory)
+    with connection(settings, "mysql", "parquet_db") as conn, conn.cursor() as cur:
+        cur.execute("SELECT (SELECT COUNT(*) FROM labels), (SELECT COUNT(*) FROM readings), "
+                    "(SELECT MAX(taken) FROM readings), (SELECT MIN(value) FROM readings)")
+        assert cur.fetchone() == (0, 1000, taken, Decimal("-12345678.9012"))
 
 
 @pytest.mark.slow
