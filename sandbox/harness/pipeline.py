@@ -66,7 +66,9 @@ def spark_for(settings: Settings, config: JobConfig | None = None, java_options:
     os.environ["SPARK_HOME"] = str(class_archive.spark_home(settings))  # PySpark launches its driver from there
     config = config or job.job_config(settings)
     archive_option, _ = class_archive.java_options(settings, config, record=False)
-    quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **config.extra_spark_conf})
+    # The session's catalog keeps its folder in the sandbox's state, not in the directory the tests run from.
+    warehouse = {"spark.sql.warehouse.dir": str(settings.state_dir / "spark-warehouse")}
+    quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **warehouse, **config.extra_spark_conf})
     return spark_session(quick_to_fail, java_options=" ".join(filter(None, [archive_option, java_options])))
 
 

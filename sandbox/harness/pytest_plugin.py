@@ -6,8 +6,8 @@ if it is not running; `SANDBOX_STATE_DIR` and the port variables point it at ano
 starts a sandbox of its own for the test session, on free ports in a temporary directory, and removes it after.
 
 Scenario files (`*.yaml` in the directories of the `sandbox_scenarios` ini option, `fixtures/scenarios` by
-default) are collected as tests. After the run a summary of what the oracles checked is printed and written to
-`--sandbox-summary` (default `reports/summary.txt`).
+default) are collected as tests. After the run a summary of what the oracles checked is printed, and written to
+`--sandbox-summary PATH` when given: nothing lands in a team's directory unless asked.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def pytest_addoption(parser):
     group = parser.getgroup("cdc_sandbox", "CDC sandbox")
     group.addoption("--sandbox", choices=("attach", "ephemeral"), default=os.environ.get("SANDBOX_TESTS", "attach"),
                     help="attach to the project's sandbox (default) or start an ephemeral one on free ports")
-    group.addoption("--sandbox-summary", default="reports/summary.txt",
-                    help="where to write the human-readable summary of the run")
+    group.addoption("--sandbox-summary", default=None, metavar="PATH",
+                    help="also write the summary of what the oracles checked to this file (it is always printed)")
     group.addoption("--sandbox-job", default=os.environ.get("SANDBOX_JOB", "builtin"),
                     help="the job under test: 'builtin' (the sandbox's own) or a YAML file describing a team's job "
                          "(sandbox/harness/jobs.py; examples/team_job/sandbox-job.yaml)")
@@ -341,6 +341,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_sep("=", "sandbox summary")
     for line in lines:
         terminalreporter.write_line(line)
-    path = Path(config.getoption("--sandbox-summary"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    if config.getoption("--sandbox-summary"):
+        path = Path(config.getoption("--sandbox-summary"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")

@@ -11,12 +11,16 @@ producer sees the new count at once (the old one keeps the old count until its m
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
-from kafka.partitioner.default import murmur2
+
+with warnings.catch_warnings():  # kafka-python loads its protocol schemas through importlib.resources' old API
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka.partitioner.default import murmur2
 
 from sandbox.errors import SandboxError
 from sandbox.sources.changes import close_soon, end_offsets

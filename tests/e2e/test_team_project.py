@@ -59,6 +59,9 @@ def test_the_team_suite_passes_from_its_own_directory(team_dir, sandbox):
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
     assert "1 passed" in done.stdout
     assert "commits checked by time travel: 0;" not in done.stdout, "the team's suite checked its history"
+    assert "DeprecationWarning" not in done.stdout
+    left = sorted(set(os.listdir(team_dir)) - set(os.listdir(TEAM_PROJECT)))
+    assert not left, f"the run left {left} in the team's directory"
 
 
 def _balance(mutator: Mutator) -> None:

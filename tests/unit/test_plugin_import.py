@@ -12,3 +12,13 @@ def test_loading_the_plugin_imports_no_spark():
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+def test_the_harness_and_the_cli_import_without_a_dependencys_deprecation_warning():
+    """A team's run shows what its own code deprecates, not what the sandbox's dependencies do (kafka-python's
+    schema loading, say)."""
+    probe = ("import sandbox.harness.pytest_plugin, sandbox.harness.scenario, sandbox.harness.fuzz, "
+             "sandbox.sources.topics, sandbox.cli")
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", probe], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
