@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import dataclasses
 import json
+import shlex
 import shutil
 import sys
 import time
@@ -26,12 +29,25 @@ from sandbox.sources import project_data, tickit, tickit_download
 from sandbox.sources.mutations import Mutator
 from sandbox.stack import backends, catalog, orphans
 from sandbox.stack.backends import select
+from sandbox.stack.connection_env import connection_env
 from sandbox.stack.services.localstack import s3_client
 from sandbox.stack.services.metastore import require_metastore, thrift_uri
 
 app = typer.Typer(help="Local CDC data-lake sandbox: Postgres, MariaDB, Kafka, Debezium, Apicurio, S3.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
 console = Console()
+errors = Console(stderr=True)  # errors go to stderr, so that a command's output can be piped or parsed
+
+
+@app.callback()
+def main(version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
+                                      callback=lambda given: _print_version() if given else None)):
+    """Local CDC data-lake sandbox: Postgres, MariaDB, Kafka, Debezium, Apicurio, S3."""
+
+
+def _print_version() -> None:
+    console.print(f"cdc-sandbox {importlib.metadata.version('cdc-sandbox')}", highlight=False)
+    raise typer.Exit()
 
 
 def _report(name: str, outcome: str) -> None:
@@ -40,9 +56,9 @@ def _report(name: str, outcome: str) -> None:
 
 def _fail(exc: SandboxError) -> None:
     # soft_wrap: a path in the message stays whole, to copy, however narrow the terminal
-    console.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
+    errors.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
     if exc.hint:
-        console.print(f"[yellow]what to do:[/yellow] {exc.hint}", highlight=False, soft_wrap=True)
+        errors.print(f"[yellow]what to do:[/yellow] {exc.hint}", highlight=False, soft_wrap=True)
     raise typer.Exit(1)
 
 
@@ -60,7 +76,7 @@ def up(skip_install: bool = typer.Option(False, help="Do not check or install pa
     except SandboxError as exc:
         _fail(exc)
     console.print(f"ready in {time.monotonic() - started:.1f} s")
-    _print_status(settings)
+    _print_status(settings, *backends.of(settings).status(settings))
 
 
 @app.command()
@@ -74,18 +90,28 @@ def down():
 
 
 @app.command()
-def status():
-    """Show every service and connector: state, address, pid, version (and stop what killed test sessions left)."""
+def status(as_json: bool = typer.Option(False, "--json", help="Print services and connectors as JSON.")):
+    """Show every service and connector: state, address, pid, version (and stop what killed test sessions left).
+    Exits 1 when a service is not running or a connector is not RUNNING."""
     for line in orphans.reap():
-        console.print(line, highlight=False)
+        (errors if as_json else console).print(line, highlight=False)
     try:
-        _print_status(Settings.load())
+        settings = Settings.load()
+        statuses, connectors = backends.of(settings).status(settings)
     except SandboxError as exc:
         _fail(exc)
+    if as_json:
+        print(json.dumps({"services": [dataclasses.asdict(st) for st in statuses],
+                          "connectors": [{"connector": name, "state": state} for name, state in connectors]},
+                         indent=2))
+    else:
+        _print_status(settings, statuses, connectors)
+    healthy = all(st.state in ("running", "external") for st in statuses) and \
+        all(state == "RUNNING" for _, state in connectors)
+    raise typer.Exit(0 if healthy else 1)
 
 
-def _print_status(settings: Settings) -> None:
-    statuses, connectors = backends.of(settings).status(settings)
+def _print_status(settings: Settings, statuses: list, connectors: list[tuple[str, str]]) -> None:
     table = Table(title="services")
     for column in ("service", "state", "address", "pid", "version"):
         table.add_column(column)
@@ -207,27 +233,32 @@ def _mutate(action) -> None:
 
 @mutate_app.command("insert")
 def mutate_insert(table: str, values: str = typer.Argument(..., help="The row as a JSON object.")):
+    """Insert one row."""
     _mutate(lambda m: m.insert(table, _json_arg(values, "values")))
 
 
 @mutate_app.command("update")
 def mutate_update(table: str, key: str = typer.Argument(..., help='e.g. \'{"catid": 1}\''),
                   values: str = typer.Argument(..., help="Columns to set, as a JSON object.")):
+    """Set columns of the row with this key."""
     _mutate(lambda m: m.update(table, _json_arg(key, "key"), _json_arg(values, "values")))
 
 
 @mutate_app.command("delete")
 def mutate_delete(table: str, key: str):
+    """Delete the row with this key."""
     _mutate(lambda m: m.delete(table, _json_arg(key, "key")))
 
 
 @mutate_app.command("update-key")
 def mutate_update_key(table: str, key: str, new_key: str):
+    """Change the primary key of a row (Debezium sends a delete of the old key and a create of the new one)."""
     _mutate(lambda m: m.update_key(table, _json_arg(key, "key"), _json_arg(new_key, "new key")))
 
 
 @mutate_app.command("add-column")
 def mutate_add_column(table: str, column: str, column_type: str = typer.Argument(..., metavar="TYPE")):
+    """Add a nullable column of this SQL type to the source table."""
     _mutate(lambda m: m.add_column(table, column, column_type))
 
 
@@ -246,6 +277,7 @@ def mutate_truncate(table: str):
 @mutate_app.command("random")
 def mutate_random(count: int = typer.Option(10, help="How many changes."), seed: int = typer.Option(0),
                   table: list[str] = typer.Option(None, help="Limit to these tables (repeatable).")):
+    """Random inserts, updates and deletes across the tables, reproducible by seed."""
     _mutate(lambda m: m.random_batch(count, seed, table or None))
 
 
@@ -321,7 +353,7 @@ def scenario_validate(files: list[Path]):
             spec = scenario.load(path)
             console.print(f"[green]ok[/green] {path}: {spec.name} ({len(spec.steps)} steps)", highlight=False)
         except SandboxError as exc:
-            console.print(f"[red]error:[/red] {exc.message}", highlight=False)
+            errors.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
             failed = True
     raise typer.Exit(1 if failed else 0)
 
@@ -354,7 +386,7 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
     except SandboxError as exc:
         _fail(exc)
     except AssertionError as exc:
-        console.print(f"[red]scenario failed:[/red] {exc}", highlight=False)
+        errors.print(f"[red]scenario failed:[/red] {exc}", highlight=False)
         raise typer.Exit(1)
     out = Table(title=f"{spec.name}: passed ({lake})")
     for column in ("check", "table", "commit", "source position", "rows"):
@@ -431,7 +463,7 @@ def _run_sql(spark, statement: str, limit: int, show) -> bool:
 
 def _print_result(statement: str, result, error: str | None, seconds: float) -> None:
     if result is None:
-        console.print(f"[red]error:[/red] {escape(error)}", highlight=False)
+        errors.print(f"[red]error:[/red] {escape(error)}", highlight=False)
         return
     out = Table(*map(escape, result.columns))
     for row in result.rows:  # values as they are: a `[b]` in a row is no markup
@@ -483,8 +515,31 @@ def query(
 
 
 @app.command()
-def logs(service: str, lines: int = typer.Option(50, "-n", help="How many lines from the end."),
-         follow: bool = typer.Option(False, "-f", help="Keep printing new lines.")):
+def restart(services: list[str] = typer.Argument(..., metavar="SERVICE...", help="e.g. connect, or kafka connect")):
+    """Stop these services gracefully and start them again; the connectors are registered as by `up`."""
+    try:
+        settings = Settings.load()
+        with console.status("working…"):
+            backends.of(settings).restart(settings, services, _report)
+    except SandboxError as exc:
+        _fail(exc)
+
+
+@app.command()
+def env():
+    """Print every service's connection settings as shell assignments: `eval "$(sandbox env)"` points psql, mysql,
+    boto3, the AWS CLI and Kafka's tools at the sandbox."""
+    try:
+        values = connection_env(Settings.load())
+    except SandboxError as exc:
+        _fail(exc)
+    for name, value in values.items():
+        print(f"export {name}={shlex.quote(value)}")
+
+
+@app.command()
+def logs(service: str, lines: int = typer.Option(50, "--tail", "-n", help="How many lines from the end."),
+         follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines.")):
     """Print the log of one service."""
     settings = Settings.load()
     try:

@@ -96,8 +96,8 @@ def test_job_run_on_a_bucket_that_does_not_exist_says_so(sandbox):
     result = subprocess.run([sys.executable, "-m", "sandbox", "job", "run", "--lake", "s3a://no-such-bucket/x",
                              "--table", "category"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
-    assert "no-such-bucket" in result.stdout and "does not have" in result.stdout, result.stdout
-    assert f"s3a://{sandbox.topology.lake_bucket}/<prefix>" in result.stdout
+    assert "no-such-bucket" in result.stderr and "does not have" in result.stderr, result.stderr
+    assert f"s3a://{sandbox.topology.lake_bucket}/<prefix>" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 
 
@@ -140,7 +140,7 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
         assert "micro-batch 0 is committed, but bronze holds no data of it" in unvouched_batch(s3, allowed.lake)
         result = subprocess.run([sys.executable, "-m", "sandbox", "job", "run", "--lake", allowed.lake],
                                 capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
-        assert result.returncode == 1 and f"--from-scratch --lake {allowed.lake}" in result.stdout, result.stdout
+        assert result.returncode == 1 and f"--from-scratch --lake {allowed.lake}" in result.stderr, result.stderr
     finally:
         admin.delete_topics([topic])
         delete_prefix(s3, lake, whole_names=False)

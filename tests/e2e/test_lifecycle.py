@@ -4,6 +4,7 @@ oracle: test_faults.py.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -44,6 +45,22 @@ def test_up_twice_reuses_installs_and_running_services(sandbox):
         assert f"{service} already running" in output
     assert "installed" not in output and "resolved with Maven" not in output, output
     assert backend.instances(sandbox) == before, "no service was restarted"
+
+
+def test_restart_starts_one_service_again_and_status_json_then_shows_everything_running(sandbox):
+    backend = backends.of(sandbox)
+    before = backend.instances(sandbox)
+    sandbox_cli("restart", "metastore")
+    after = backend.instances(sandbox)
+    assert after["metastore"] not in (None, before["metastore"]), "the metastore runs as a new instance"
+    assert {name: i for name, i in after.items() if name != "metastore"} == \
+        {name: i for name, i in before.items() if name != "metastore"}, "the others were left running"
+    shown = subprocess.run([sys.executable, "-m", "sandbox", "status", "--json"], capture_output=True, text=True,
+                           timeout=120)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    status = json.loads(shown.stdout)
+    assert {s["service"] for s in status["services"] if s["state"] == "running"} == set(before)
+    assert {c["state"] for c in status["connectors"]} == {"RUNNING"}
 
 
 def test_bucket_snapshot_keeps_keys_bytes_and_headers_and_saves_only_what_changed(sandbox, s3, tmp_path):

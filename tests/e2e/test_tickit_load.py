@@ -136,6 +136,6 @@ def test_download_offline_says_so_and_suggests_the_generator(sandbox):
     env = {**sandbox.env, "SANDBOX_TICKIT_URL": f"http://127.0.0.1:{closed_port}/tickitdb.zip"}
     result = subprocess.run([sys.executable, "-m", "sandbox", "load", "--download"], env=env,
                             capture_output=True, text=True, timeout=120)
-    output = " ".join(result.stdout.split())
+    output = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1
     assert "offline" in output and "sandbox load" in output and "--from DIR" in output

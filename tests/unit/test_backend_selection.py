@@ -91,8 +91,8 @@ def test_cli_up_with_compose_and_no_engine_fails_and_creates_nothing(no_engine):
     state = Path(no_engine["SANDBOX_STATE_DIR"])
     result = run_sandbox({**no_engine, "SANDBOX_BACKEND": "compose"}, "up")
     assert result.returncode != 0
-    assert "the compose backend needs a Docker engine" in result.stdout
-    assert "SANDBOX_BACKEND=native" in result.stdout
+    assert "the compose backend needs a Docker engine" in result.stderr
+    assert "SANDBOX_BACKEND=native" in result.stderr
     assert not state.exists()
 
 
@@ -114,11 +114,11 @@ def test_cli_up_says_it_uses_native_and_why(no_engine):
         env = {**without(no_engine, "SANDBOX_BACKEND"), "SANDBOX_POSTGRES_PORT": str(port)}
         result = run_sandbox(env, "up", "--skip-install")
     assert "native backend (no Docker engine reachable:" in result.stdout
-    assert result.returncode != 0 and f"port {port}" in result.stdout
+    assert result.returncode != 0 and f"port {port}" in result.stderr
     assert not Path(no_engine["SANDBOX_STATE_DIR"]).exists()
 
 
 def test_job_run_with_an_unknown_table_names_the_tables_to_choose_from(no_engine):
     result = run_sandbox(no_engine, "job", "run", "--table", "sales")
     assert result.returncode == 1
-    assert "unknown table sales" in result.stdout and "category" in result.stdout and "sale" in result.stdout
+    assert "unknown table sales" in result.stderr and "category" in result.stderr and "sale" in result.stderr

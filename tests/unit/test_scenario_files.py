@@ -97,7 +97,7 @@ def test_cli_validate_reports_the_problem_and_fails(tmp_path):
                             capture_output=True, text=True, cwd=PROJECT_ROOT, env={**os.environ, "COLUMNS": "400"})
     assert result.returncode == 1
     assert f"ok {SHIPPED[0]}" in result.stdout.replace("\n", " ")
-    assert f"{bad}:6: unknown step 'wait'" in result.stdout.replace("\n", "")
+    assert f"{bad}:6: unknown step 'wait'" in result.stderr.replace("\n", "")
 
 
 def test_pytest_collects_scenarios_and_reports_a_malformed_one(pytester):
@@ -131,4 +131,4 @@ def test_cli_run_with_a_missing_job_file_says_so_and_runs_nothing(tmp_path):
                              str(tmp_path / "no-job.yaml")], capture_output=True, text=True, cwd=PROJECT_ROOT,
                             env={**os.environ, "COLUMNS": "400", "SANDBOX_STATE_DIR": str(tmp_path)})
     assert result.returncode == 1
-    assert f"no job file {tmp_path / 'no-job.yaml'}" in result.stdout.replace("\n", "")
+    assert f"no job file {tmp_path / 'no-job.yaml'}" in result.stderr.replace("\n", "")

@@ -23,6 +23,9 @@ class Backend(Protocol):
     def down(self, settings: Settings, report: Report) -> None:
         """Stop every service gracefully, saving the lake."""
 
+    def restart(self, settings: Settings, services: Sequence[str], report: Report) -> None:
+        """Stop these services gracefully and start them again (the connectors registered as by `up`)."""
+
     def reset(self, settings: Settings, report: Report) -> None:
         """Stop every service and drop what the backend keeps outside the state directory."""
 

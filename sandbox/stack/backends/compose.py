@@ -234,6 +234,18 @@ def down(settings: Settings, report) -> None:
         report(name, "stopped")
 
 
+def restart(settings: Settings, services: Sequence[str], report) -> None:
+    names = native.chosen_services(services, SERVICES)
+    if "localstack" in names:  # its buckets live in memory: `down` saves them and `up` loads them back
+        raise SandboxError("localstack restarts with the stack alone, so that its buckets are saved and restored",
+                           "run `sandbox down` and `sandbox up`")
+    _run(settings, "restart", *names, what=f"restarting {', '.join(names)}")
+    for name in names:
+        report(name, "restarted")
+    for name in register_all(settings, worker_view(settings)):
+        report(f"connector {name}", "RUNNING")
+
+
 def reset(settings: Settings, report) -> None:
     """Remove the containers and their volumes."""
     if env_file(settings).exists():

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from sandbox.config import Settings
+from sandbox.config import SERVICES, Settings
 from sandbox.errors import SandboxError
 from sandbox.stack import install, jvm, process, source_tables
 from sandbox.stack.connectors import ConnectClient, connector_states, register_all
@@ -143,6 +143,20 @@ def _stop_together(services: list[NativeService], report) -> None:
     with ThreadPoolExecutor(max_workers=len(services)) as pool:
         for svc, outcome in zip(services, pool.map(shut_down, services)):
             report(svc.name, outcome)
+
+
+def restart(settings: Settings, services: Sequence[str], report) -> None:
+    _stop_together([service(settings, name) for name in chosen_services(services, SERVICES)], report)
+    up(settings, report, skip_install=True)
+
+
+def chosen_services(names: Sequence[str], services: Sequence[str]) -> list[str]:
+    """The services named, each one the backend runs."""
+    unknown = [name for name in names if name not in services]
+    if unknown or not names:
+        raise SandboxError(f"no service named {', '.join(unknown) or '(none given)'}",
+                           "choose among: " + ", ".join(services))
+    return list(names)
 
 
 def reset(settings: Settings, report) -> None:
