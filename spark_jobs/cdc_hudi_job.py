@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
 import threading
 import time
@@ -49,6 +50,7 @@ BUCKETS_KEY = f"{COMMIT_META_PREFIX}buckets"  # the bucket count a commit was wr
 STAMPED_WRITE_SUPPORT = "dev.cdcsandbox.hudi.SparkStampedAvroWriteSupport"
 SPARK_VERSION_PROPERTY = "sandbox.parquet.spark.version"  # read by STAMPED_WRITE_SUPPORT
 TRUNCATE = "t"  # Debezium's operation code of a truncate
+STOP_GRACE_SECONDS = 300  # a stop waits this long for the running micro-batch: enough for one holding a full load
 TRUNCATE_COORDINATES = ("_kafka_partition", "_kafka_offset", "_kafka_timestamp")  # of the rows a truncate deletes
 RECORD_LOOK_BACK = 5  # commits searched for BUCKETS_KEY (a compaction's commit has none)
 UPSERT_THREADS = 4
@@ -426,6 +428,31 @@ def run(spark: SparkSession, config: JobConfig, once: bool, report=print) -> Non
     query.awaitTermination()
 
 
+def run_until_stopped(spark: SparkSession, config: JobConfig, report=print) -> None:
+    """Micro-batches until SIGTERM or SIGINT; then the running micro-batch may finish, and the query stops between
+    two micro-batches, so the checkpoint and the lake agree. One line reports how it stopped."""
+    requested = threading.Event()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: requested.set())
+    query = start(spark, config, False, report)
+    while not query.awaitTermination(1):  # raises what failed the query
+        if requested.is_set():
+            report(json.dumps({"stopped": _stop_between_batches(query)}))
+            return
+
+
+def _stop_between_batches(query) -> str:
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    while query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    abandoned = query.status["isTriggerActive"]
+    query.stop()
+    if abandoned:
+        return (f"the running micro-batch did not finish within {STOP_GRACE_SECONDS} s and was abandoned; "
+                "the next run processes it again")
+    return "between micro-batches; the next run goes on from the last one"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", required=True, help="job config JSON (see spark_jobs/job_config.py)")
@@ -435,8 +462,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = JobConfig.read(args.config)
     spark = spark_session(config)
+    def report(line: str) -> None:
+        print(line, flush=True)
+
     try:
-        run(spark, config, once=args.once, report=lambda line: print(line, flush=True))
+        if args.once:
+            run(spark, config, once=True, report=report)
+        else:
+            run_until_stopped(spark, config, report)
     except Exception as exc:  # noqa: BLE001 - the cause in one line on stdout, the stack trace in the log
         print(json.dumps({"failed": cause_line(exc)}), flush=True)
         traceback.print_exc()

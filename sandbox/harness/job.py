@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sandbox.config import PROJECT_ROOT, CapturedTable, Settings
@@ -132,7 +139,7 @@ DATA_LOSS_ADVICE = ("the lake's checkpoint expects Kafka offsets the topics no l
                     "it from the topics: `sandbox job run --from-scratch` (with the same --lake/--table options)")
 
 
-def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
+def run(settings: Settings, config: JobConfig, once: bool, say=functools.partial(print, flush=True)) -> int:
     """spark-submit the job; each micro-batch's summary becomes one line through `say`, and Spark's own log (and
     the JVM's warnings) go to `<state>/logs/job.log`, whose tail is shown if the job fails."""
     archive_option, recording = class_archive.java_options(settings, config, record=once)
@@ -144,19 +151,24 @@ def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
     say(f"job: spark-submit {'--once' if once else '--continuous'} on {config.lake} (Spark log: {log})")
     if recording:
         say("job: this first run also records the JVM's class archive as it exits (once; later runs start faster)")
+    signals: list[int] = []
     with open(log, "w") as spark_log:
+        # Its own session: a Ctrl-C in the terminal reaches this process alone, which asks the job to stop cleanly.
         child = subprocess.Popen(command, env=submit_environment(settings), stdout=subprocess.PIPE,
-                                 stderr=spark_log, text=True)
-        named_cause = False
-        for line in child.stdout:
-            summary = describe_summary(line.strip())
-            named_cause = named_cause or bool(summary and summary.startswith(JOB_FAILED))
-            if summary:
-                say(summary)
-            else:  # the JVM and libraries print warnings to stdout too: they belong with Spark's log
-                spark_log.write(line)
-                spark_log.flush()
-        code = child.wait()
+                                 stderr=spark_log, text=True, start_new_session=True)
+        with stopping_on_signals(child, signals):
+            named_cause = False
+            for line in child.stdout:
+                summary = describe_summary(line.strip())
+                named_cause = named_cause or bool(summary and summary.startswith(JOB_FAILED))
+                if summary:
+                    say(summary)
+                else:  # the JVM and libraries print warnings to stdout too: they belong with Spark's log
+                    spark_log.write(line)
+                    spark_log.flush()
+            code = child.wait()
+    if signals and (code == 0 or len(signals) > 1):  # stopped as asked: the shell's convention after Ctrl-C
+        return 128 + signal.SIGINT if signals[0] == signal.SIGINT else 0
     if code == 0:
         class_archive.keep_recording(recording)
     else:
@@ -170,6 +182,50 @@ def run(settings: Settings, config: JobConfig, once: bool, say=print) -> int:
     return code
 
 
+@contextmanager
+def stopping_on_signals(child: subprocess.Popen, received: list[int]) -> Iterator[None]:
+    """While the job runs in the main thread, SIGINT or SIGTERM asks its driver to stop between micro-batches; a
+    second one ends the job at once. `received` collects the signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(number: int, _frame) -> None:
+        received.append(number)
+        if len(received) > 1:
+            _tell("job: stopped at once; the micro-batch in progress runs again on the next start")
+            os.killpg(child.pid, signal.SIGKILL)
+            return
+        _tell("job: stopping after the running micro-batch (signal again to stop at once)")
+        _ask_driver_to_stop(child)
+
+    previous = {number: signal.signal(number, handle) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _tell(line: str) -> None:
+    """A line on stderr from a signal handler: unbuffered, so it never re-enters a print the handler interrupted."""
+    os.write(sys.stderr.fileno(), (line + "\n").encode())
+
+
+def _ask_driver_to_stop(child: subprocess.Popen) -> None:
+    """SIGTERM to the job's Python driver, which spark-submit's JVM started; before it runs, to the whole job."""
+    try:
+        drivers = [p for p in psutil.Process(child.pid).children(recursive=True)
+                   if "python" in p.name() and any(arg.endswith(JOB_FILE.name) for arg in p.cmdline())]
+    except psutil.NoSuchProcess:
+        return
+    if drivers:
+        for driver in drivers:
+            driver.send_signal(signal.SIGTERM)
+    else:
+        os.killpg(child.pid, signal.SIGTERM)
+
+
 def describe_summary(line: str) -> str | None:
     """One readable line for a batch summary the job printed; None for any other output."""
     try:
@@ -178,6 +234,8 @@ def describe_summary(line: str) -> str | None:
         return None
     if isinstance(summary, dict) and "failed" in summary:
         return f"{JOB_FAILED}{summary['failed']}"
+    if isinstance(summary, dict) and "stopped" in summary:
+        return f"job stopped {summary['stopped']}"
     if not isinstance(summary, dict) or "batch_id" not in summary:
         return None
     if summary.get("empty"):

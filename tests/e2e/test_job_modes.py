@@ -1,5 +1,5 @@
 """The job killed with SIGKILL mid-batch, then `sandbox job run` on the same lake: silver equals the source and bronze
-holds no change twice. (The job modes under the oracle: test_job_mode_matrix.py; the services killed:
+holds no change twice; a continuous `sandbox job run` stopped by a signal. (The job modes under the oracle: test_job_mode_matrix.py; the services killed:
 test_faults.py.)"""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from urllib.parse import urlparse
 import pytest
 
 from sandbox.harness import class_archive, job
+from sandbox.harness.checkpoint import delete_prefix, unvouched_batch
 from sandbox.harness.oracle import Oracle
 from sandbox.wait import wait_until
+from spark_jobs.cdc_hudi_job import STOP_GRACE_SECONDS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.faults]
 
@@ -78,3 +80,29 @@ def test_a_pause_that_cuts_a_batch_short_keeps_the_paused_changes_in_one_batch(p
     mutator.touch("category")
     oracle.resume()
     oracle.round("changed while paused, after a batch was cut short")
+
+
+@pytest.mark.parametrize("stop, exit_status", [(signal.SIGINT, 130), (signal.SIGTERM, 0)], ids=["SIGINT", "SIGTERM"])
+def test_a_continuous_job_run_stops_cleanly_on_a_signal_to_the_cli_alone(sandbox, s3, mutator, tmp_path, stop,
+                                                                         exit_status):
+    """As a supervisor or `timeout` stops it (the signal to the CLI's process, not its group): the running
+    micro-batch finishes, one line says so, the exit status follows the shell's convention, and the lake holds
+    what its checkpoint vouches for."""
+    lake = f"s3a://{sandbox.topology.lake_bucket}/test-stop-{stop.name.lower()}-{os.getpid()}"
+    output = tmp_path / "job.out"
+    with open(output, "w") as out:
+        cli = subprocess.Popen([sys.executable, "-m", "sandbox", "job", "run", "--continuous", "--lake", lake,
+                                "--table", "category"], stdout=out, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_until(lambda: "batch 0:" in output.read_text() or cli.poll() is not None, 600, "the job's first batch")
+        mutator.touch("category")  # a change for the batches after it
+        cli.send_signal(stop)
+        assert cli.wait(timeout=STOP_GRACE_SECONDS + 60) == exit_status, output.read_text()[-3000:]
+        said = output.read_text()
+        assert "job stopped between micro-batches" in said, said[-3000:]
+        assert "Traceback" not in said and "job failed" not in said, said[-3000:]
+        assert unvouched_batch(s3, lake) is None
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        delete_prefix(s3, lake, whole_names=False)
