@@ -25,6 +25,7 @@ from sandbox.config import Settings
 from sandbox.errors import SandboxError
 from sandbox.harness import job
 from sandbox.harness.checkpoint import unvouched_batch
+from sandbox.harness.timeline import S3Timelines
 from sandbox.sources import project_data, tickit, tickit_download
 from sandbox.sources.mutations import Mutator
 from sandbox.stack import backends, catalog, orphans
@@ -215,13 +216,21 @@ def _json_arg(text: str, what: str) -> dict:
     return value
 
 
-def _mutate(action) -> None:
+JSON_OUTPUT = typer.Option(False, "--json", help="Print the journal entries as JSON, one per line.")
+
+
+def _mutate(action, as_json: bool = False) -> None:
     try:
         changes = action(Mutator(Settings.load()))
     except SandboxError as exc:
         _fail(exc)
     except (psycopg2.Error, pymysql.MySQLError) as exc:
         _fail(SandboxError(f"the database refused the change: {exc}".strip(), "check the table, key and values"))
+    if as_json:
+        for change in changes if isinstance(changes, list) else [changes]:
+            print(json.dumps({"seq": change.seq, "kind": change.kind, "table": change.table, "key": change.key,
+                              "new_key": change.new_key, "position": change.position}, default=_json_value))
+        return
     table = Table(title="journal")
     for column in ("seq", "kind", "table", "key", "source position"):
         table.add_column(column)
@@ -232,53 +241,57 @@ def _mutate(action) -> None:
 
 
 @mutate_app.command("insert")
-def mutate_insert(table: str, values: str = typer.Argument(..., help="The row as a JSON object.")):
+def mutate_insert(table: str, values: str = typer.Argument(..., help="The row as a JSON object."),
+                  as_json: bool = JSON_OUTPUT):
     """Insert one row."""
-    _mutate(lambda m: m.insert(table, _json_arg(values, "values")))
+    _mutate(lambda m: m.insert(table, _json_arg(values, "values")), as_json)
 
 
 @mutate_app.command("update")
 def mutate_update(table: str, key: str = typer.Argument(..., help='e.g. \'{"catid": 1}\''),
-                  values: str = typer.Argument(..., help="Columns to set, as a JSON object.")):
+                  values: str = typer.Argument(..., help="Columns to set, as a JSON object."),
+                  as_json: bool = JSON_OUTPUT):
     """Set columns of the row with this key."""
-    _mutate(lambda m: m.update(table, _json_arg(key, "key"), _json_arg(values, "values")))
+    _mutate(lambda m: m.update(table, _json_arg(key, "key"), _json_arg(values, "values")), as_json)
 
 
 @mutate_app.command("delete")
-def mutate_delete(table: str, key: str):
+def mutate_delete(table: str, key: str, as_json: bool = JSON_OUTPUT):
     """Delete the row with this key."""
-    _mutate(lambda m: m.delete(table, _json_arg(key, "key")))
+    _mutate(lambda m: m.delete(table, _json_arg(key, "key")), as_json)
 
 
 @mutate_app.command("update-key")
-def mutate_update_key(table: str, key: str, new_key: str):
+def mutate_update_key(table: str, key: str, new_key: str, as_json: bool = JSON_OUTPUT):
     """Change the primary key of a row (Debezium sends a delete of the old key and a create of the new one)."""
-    _mutate(lambda m: m.update_key(table, _json_arg(key, "key"), _json_arg(new_key, "new key")))
+    _mutate(lambda m: m.update_key(table, _json_arg(key, "key"), _json_arg(new_key, "new key")), as_json)
 
 
 @mutate_app.command("add-column")
-def mutate_add_column(table: str, column: str, column_type: str = typer.Argument(..., metavar="TYPE")):
+def mutate_add_column(table: str, column: str, column_type: str = typer.Argument(..., metavar="TYPE"),
+                      as_json: bool = JSON_OUTPUT):
     """Add a nullable column of this SQL type to the source table."""
-    _mutate(lambda m: m.add_column(table, column, column_type))
+    _mutate(lambda m: m.add_column(table, column, column_type), as_json)
 
 
 @mutate_app.command("drop-column")
-def mutate_drop_column(table: str, column: str):
+def mutate_drop_column(table: str, column: str, as_json: bool = JSON_OUTPUT):
     """Drop a column from the source table (silver keeps it: NULL in rows written after the drop)."""
-    _mutate(lambda m: m.drop_column(table, column))
+    _mutate(lambda m: m.drop_column(table, column), as_json)
 
 
 @mutate_app.command("truncate")
-def mutate_truncate(table: str):
+def mutate_truncate(table: str, as_json: bool = JSON_OUTPUT):
     """Empty the table with TRUNCATE (silver keeps its rows as deleted rows, or drops them with hard deletes)."""
-    _mutate(lambda m: m.truncate(table))
+    _mutate(lambda m: m.truncate(table), as_json)
 
 
 @mutate_app.command("random")
 def mutate_random(count: int = typer.Option(10, help="How many changes."), seed: int = typer.Option(0),
-                  table: list[str] = typer.Option(None, help="Limit to these tables (repeatable).")):
+                  table: list[str] = typer.Option(None, help="Limit to these tables (repeatable)."),
+                  as_json: bool = JSON_OUTPUT):
     """Random inserts, updates and deletes across the tables, reproducible by seed."""
-    _mutate(lambda m: m.random_batch(count, seed, table or None))
+    _mutate(lambda m: m.random_batch(count, seed, table or None), as_json)
 
 
 def _tables_table(settings: Settings) -> Table:
@@ -361,7 +374,9 @@ def scenario_validate(files: list[Path]):
 @scenario_app.command("run")
 def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of the lake (default: a new one)."),
                  job: str = typer.Option("builtin", help="The job under test: 'builtin' or a job file "
-                                                         "(examples/team_job/sandbox-job.yaml).")):
+                                                         "(examples/team_job/sandbox-job.yaml)."),
+                 as_json: bool = typer.Option(False, "--json", help="The outcome as one JSON object (the steps' "
+                                              "lines on stderr).")):
     """Run one scenario against the sandbox, on a fresh lake over the scenario's tables."""
     import uuid
 
@@ -380,22 +395,33 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
         mutator = Mutator(settings)
         oracle = Oracle(settings, pipe, mutator)
         try:
-            result = scenario.run(spec, pipe, mutator, oracle, say=lambda line: console.print(line, highlight=False))
+            say = (errors if as_json else console).print
+            result = scenario.run(spec, pipe, mutator, oracle, say=lambda line: say(line, highlight=False))
         finally:
             pipe.stop()
     except SandboxError as exc:
         _fail(exc)
     except AssertionError as exc:
+        if as_json:
+            print(json.dumps({"scenario": spec.name, "lake": lake, "passed": False, "failure": str(exc),
+                              "verdict": type(exc).__name__}))
         errors.print(f"[red]scenario failed:[/red] {exc}", highlight=False)
         raise typer.Exit(1)
+    checks = [{"check": entry.label, "table": table, "commit": entry.commit.instant,
+               "source_position": entry.commit.max_source_position, "rows": len(entry.state)}
+              for table, entries in oracle.recorded.items() for entry in entries]
+    if as_json:
+        print(json.dumps({"scenario": spec.name, "lake": lake, "passed": True, "checks": checks,
+                          "time_travel_instants": len(RUN_STATS.time_travel_instants),
+                          "incremental_ranges": RUN_STATS.incremental_ranges}, default=str))
+        return
     out = Table(title=f"{spec.name}: passed ({lake})")
     for column in ("check", "table", "commit", "source position", "rows"):
         out.add_column(column)
-    for table, entries in oracle.recorded.items():
-        for entry in entries:
-            position = entry.commit.max_source_position
-            out.add_row(entry.label, table, entry.commit.instant, "-" if position is None else str(position),
-                        str(len(entry.state)))
+    for check in checks:
+        position = check["source_position"]
+        out.add_row(check["check"], check["table"], check["commit"], "-" if position is None else str(position),
+                    str(check["rows"]))
     console.print(out)
     console.print(f"{result.checks} checks, {result.expectations} explicit expectations, "
                   f"{len(RUN_STATS.time_travel_instants)} time-travel instants and {RUN_STATS.incremental_ranges} "
@@ -479,6 +505,9 @@ def _print_json(statement: str, result, error: str | None, seconds: float) -> No
     print(catalog_sql.as_json(statement, result, error), flush=True)
 
 
+QUERY_ENGINES = ("hudi-rs", "spark")
+
+
 @app.command()
 def query(
     table: str,
@@ -488,30 +517,84 @@ def query(
     timeline: bool = typer.Option(False, help="List the commits with the source position each one reached."),
     limit: int = typer.Option(20, help="Rows to show."),
     lake: str = typer.Option(None, help="Base URI of the lake (default s3a://<lake bucket>)."),
+    engine: str = typer.Option("hudi-rs", help="hudi-rs (no JVM: quick) or spark (Hudi's own reader)."),
+    meta: bool = typer.Option(False, "--meta", help="Also Hudi's, Kafka's and Debezium's columns."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per row (per commit with --timeline)."),
 ):
-    """Read a silver table: snapshot (default), time travel, incremental, or its commit timeline."""
-    from sandbox.harness.pipeline import Pipeline
+    """Read a silver table: snapshot (default), time travel, incremental, or its commit timeline. The table's own
+    columns and `__deleted` (true for a soft-deleted row) unless --meta."""
+    if engine not in QUERY_ENGINES:
+        _fail(SandboxError(f"unknown engine {engine}", "choose " + " or ".join(QUERY_ENGINES)))
+    settings = Settings.load()
+    config = job.job_config(settings, lake=lake or f"s3a://{settings.topology.lake_bucket}")
+    if table not in {spec.table for spec in config.tables}:
+        _fail(SandboxError(f"unknown table {table}", "choose from: " + ", ".join(s.table for s in config.tables)))
+    try:
+        if timeline:
+            _print_timeline(table, S3Timelines(s3_client(settings.url("localstack"))).read(config.silver_path(table)),
+                            as_json)
+            return
+        rows = _read_silver(settings, config, table, engine, as_of, after, until)
+    except (BotoCoreError, ClientError, OSError) as exc:
+        _fail(SandboxError(f"cannot read {config.silver_path(table)}: {' '.join(str(exc).split())}",
+                           "check that the sandbox runs (`sandbox status`) and the job wrote the table"))
+    if not meta:
+        rows = rows.select([c for c in rows.column_names if c == "__deleted" or not c.startswith(JOB_COLUMN_PREFIXES)])
+    _print_rows(rows.slice(0, limit), as_json)
+
+
+JOB_COLUMN_PREFIXES = ("_hoodie_", "_kafka_", "_source_", "__")  # what Hudi, Kafka and Debezium add to a row
+
+
+def _read_silver(settings: Settings, config, table: str, engine: str, as_of, after, until):
+    """The rows as an Arrow table, through hudi-rs or Spark."""
+    import pyarrow as pa
+
+    if engine == "hudi-rs":
+        from sandbox.harness.silver import RustSilver
+
+        batches = RustSilver(config).read(table, as_of=as_of, after=after, until=until)
+        return pa.Table.from_batches(batches) if batches else pa.table({})
+    from sandbox.harness.pipeline import spark_for
     from spark_jobs import queries
 
-    settings = Settings.load()
-    pipe = Pipeline.start(settings, lake=lake or f"s3a://{settings.topology.lake_bucket}")
-    path = pipe.path(table)
-    if timeline:
-        out = Table(title=f"{table} commits")
-        for column in ("instant", "completed", "action", "max source position", "batch"):
-            out.add_column(column)
-        for commit in pipe.timeline(table):
-            out.add_row(commit.instant, commit.completed, commit.action, str(commit.max_source_position),
-                        str(commit.batch_id))
-        console.print(out)
+    spark = spark_for(settings, config)
+    path = config.silver_path(table)
+    frame = queries.incremental(spark, path, after, until) if after else \
+        queries.time_travel(spark, path, as_of) if as_of else queries.snapshot(spark, path)
+    batches = frame._collect_as_arrow()
+    return pa.Table.from_batches(batches) if batches else pa.table({})
+
+
+def _print_timeline(table: str, commits, as_json: bool) -> None:
+    rows = [{"instant": c.instant, "completed": c.completed, "action": c.action,
+             "max_source_position": c.max_source_position, "batch": c.batch_id} for c in commits]
+    if as_json:
+        for row in rows:
+            print(json.dumps(row, default=str))
         return
-    if after:
-        frame = queries.incremental(pipe.spark, path, after, until)
-    elif as_of:
-        frame = queries.time_travel(pipe.spark, path, as_of)
-    else:
-        frame = queries.snapshot(pipe.spark, path)
-    frame.drop("_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name").show(limit, truncate=False)
+    out = Table(title=f"{table} commits")
+    for column in ("instant", "completed", "action", "max source position", "batch"):
+        out.add_column(column)
+    for row in rows:
+        out.add_row(*(str(value) for value in row.values()))
+    console.print(out)
+
+
+def _print_rows(rows, as_json: bool) -> None:
+    records = rows.to_pylist()
+    if as_json:
+        for record in records:
+            print(json.dumps(record, default=_json_value))
+        return
+    out = Table(*map(escape, rows.column_names))
+    for record in records:
+        out.add_row(*("NULL" if value is None else escape(str(value)) for value in record.values()))
+    console.print(out)
+
+
+def _json_value(value):
+    return value.hex() if isinstance(value, bytes) else str(value)
 
 
 @app.command()

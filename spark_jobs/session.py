@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
 
 from spark_jobs.job_config import JobConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 # Hudi sizes its spillable maps with JOL, which on first use starts two JVMs to probe for the serviceability agent
 # and then warns that it cannot attach: about 1.5 s of the first upsert in every process. Its estimate works without.
@@ -73,6 +76,8 @@ def session_conf(config: JobConfig, java_options: str = "") -> dict[str, str]:
 
 
 def spark_session(config: JobConfig, app_name: str = "tickit-cdc-hudi", java_options: str = "") -> SparkSession:
+    from pyspark.sql import SparkSession  # here: a command that makes no session starts without loading PySpark
+
     builder = SparkSession.builder.appName(app_name)
     for key, value in session_conf(config, java_options).items():
         builder = builder.config(key, value)

@@ -153,28 +153,35 @@ class RustSilver(SilverReader):
         if config.s3_endpoint:
             self.storage |= {"aws_endpoint_url": config.s3_endpoint, "aws_allow_http": "true"}
 
-    def _table(self, shape: Shape):
+    def _table(self, name: str):
         from hudi import HudiTableBuilder
 
-        uri = urlparse(self.config.silver_path(shape.name))
+        uri = urlparse(self.config.silver_path(name))
         base = f"s3://{uri.netloc}{uri.path}" if uri.scheme in ("s3a", "s3n") else uri.geturl()
         return HudiTableBuilder.from_base_uri(base).with_storage_options(self.storage).build()
 
-    def snapshot_batches(self, shape: Shape) -> list:
-        return self._table(shape).read()
-
-    def as_of_batches(self, shape: Shape, commit: Commit) -> list:
-        from hudi import HudiReadOptions
-
-        return self._table(shape).read(HudiReadOptions().with_as_of_timestamp(commit.instant))
-
-    def changes_batches(self, shape: Shape, after: Commit, until: Commit) -> list:
-        """hudi-rs selects the commits whose completion time lies in (start, end]."""
+    def read(self, table: str, as_of: str | None = None, after: str | None = None, until: str | None = None) -> list:
+        """A table's record batches: its latest snapshot, as of a commit instant, or the changes of the commits whose
+        completion time lies in (after, until] (until the latest when not given)."""
         from hudi import HudiQueryType, HudiReadOptions
 
-        options = HudiReadOptions().with_query_type(HudiQueryType.Incremental) \
-            .with_start_timestamp(after.completed).with_end_timestamp(until.completed)
-        return self._table(shape).read(options)
+        options = HudiReadOptions()
+        if after is not None:
+            options = options.with_query_type(HudiQueryType.Incremental).with_start_timestamp(after)
+            if until is not None:
+                options = options.with_end_timestamp(until)
+        elif as_of is not None:
+            options = options.with_as_of_timestamp(as_of)
+        return self._table(table).read(options)
+
+    def snapshot_batches(self, shape: Shape) -> list:
+        return self.read(shape.name)
+
+    def as_of_batches(self, shape: Shape, commit: Commit) -> list:
+        return self.read(shape.name, as_of=commit.instant)
+
+    def changes_batches(self, shape: Shape, after: Commit, until: Commit) -> list:
+        return self.read(shape.name, after=after.completed, until=until.completed)
 
 
 def arrow_rows(shape: Shape, batches, keys: set[tuple] | None = None) -> Rows:
