@@ -21,7 +21,7 @@ UV := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --no-compile uv==$(UV_VERSION)
-	$(UV) --offline -e . 2>/dev/null || $(UV) -e .
+	$(UV) --offline -e '.[dev]' 2>/dev/null || $(UV) -e '.[dev]'
 	@touch $@
 
 # Docker Compose pinned and built from its Go module into ~/.cache/cdc-sandbox, once per machine (validates compose/ without an engine).

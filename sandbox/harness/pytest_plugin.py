@@ -55,7 +55,12 @@ def pytest_addoption(parser):
 
 # --- the sandbox ---------------------------------------------------------------------------------------------
 def pytest_configure(config):
-    """The marks the plugin puts on what it collects, known in any project that installs it."""
+    """The marks the plugin puts on what it collects, known in any project that installs it. pytest-xdist's workers
+    would each bring up and load one sandbox, and their oracles would read one another's changes: refused."""
+    if getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput"):
+        raise pytest.UsageError("the cdc_sandbox plugin runs its tests in one process: the sandbox's sources and "
+                                "lakes are shared, so parallel workers would read one another's changes. "
+                                "Run without -n (pytest-xdist), or with -p no:xdist")
     for mark, meaning in (("e2e", "end-to-end against the running sandbox (real services)"),
                           ("slow", "long-running end-to-end suites")):
         config.addinivalue_line("markers", f"{mark}: {meaning}")
@@ -63,6 +68,7 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def sandbox_settings(request, tmp_path_factory) -> Settings:
+    """The settings of the sandbox the session uses, before it is brought up (`sandbox` gives it running)."""
     if request.config.getoption("--sandbox") == "ephemeral":
         return ephemeral_settings(tmp_path_factory.mktemp("sandbox"))
     return Settings.load()
@@ -138,26 +144,31 @@ def mssql_client(sandbox: Settings, tickit_loaded):
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap(sandbox: Settings) -> str:
+    """Kafka's bootstrap address (host:port)."""
     return sandbox.endpoint("kafka").address
 
 
 @pytest.fixture(scope="session")
 def connect_client(sandbox: Settings) -> ConnectClient:
+    """A client of Kafka Connect's REST API: connectors, their status, restarts."""
     return ConnectClient(sandbox.url("connect"))
 
 
 @pytest.fixture(scope="session")
 def registry(sandbox: Settings) -> RegistryClient:
+    """A client of Apicurio Registry: the Avro schemas of the change events, and their decoding."""
     return RegistryClient(sandbox.registry_api_url)
 
 
 @pytest.fixture(scope="session")
 def s3(sandbox: Settings):
+    """A boto3 S3 client of LocalStack, where the lakes live."""
     return s3_client(sandbox.url("localstack"))
 
 
 @pytest.fixture(scope="session")
 def lake_bucket(sandbox: Settings) -> str:
+    """The bucket of the project's lakes."""
     return sandbox.topology.lake_bucket
 
 
@@ -181,6 +192,7 @@ def tickit_loaded(request, sandbox: Settings):
 
 @pytest.fixture
 def mutator(sandbox: Settings, tickit_loaded) -> Mutator:
+    """Journaled changes to the source tables: insert, update, delete, key update, columns, truncate, random."""
     return Mutator(sandbox)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+pytest_plugins = ["pytester"]
+
 
 def test_loading_the_plugin_imports_no_spark():
     probe = ("import sys, sandbox.harness.pytest_plugin; "
@@ -22,3 +24,20 @@ def test_the_harness_and_the_cli_import_without_a_dependencys_deprecation_warnin
     done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", probe], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_every_fixture_of_the_plugin_says_what_it_gives():
+    """`pytest --fixtures` shows a line for each."""
+    import sandbox.harness.pytest_plugin as plugin
+
+    fixtures = {name: obj for name, obj in vars(plugin).items() if hasattr(obj, "_pytestfixturefunction")}
+    assert len(fixtures) > 15
+    assert [name for name, obj in fixtures.items() if not (obj.__doc__ or "").strip()] == []
+
+
+def test_parallel_workers_are_refused_with_what_to_do(pytester):
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
+    assert result.ret != 0
+    said = result.stdout.str() + result.stderr.str()
+    assert "runs its tests in one process" in said and "Run without -n" in said
