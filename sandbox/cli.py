@@ -598,6 +598,23 @@ def _json_value(value):
 
 
 @app.command()
+def init(directory: Path = typer.Argument(Path("."), help="The repository to start a project in.")):
+    """Write a starter project: the project file with a table of its DDL, a test module running one oracle round, a
+    GitHub Actions workflow, and the state directory in .gitignore. Files already there are left as they are."""
+    from sandbox import starter
+
+    directory.mkdir(parents=True, exist_ok=True)
+    outcomes = starter.init(directory)
+    for path, outcome in outcomes:
+        _report(path, outcome)
+    if all(outcome in (starter.UNCHANGED, starter.KEPT) for _, outcome in outcomes):
+        console.print("nothing to do: every file of the starter is there")
+    else:
+        console.print(f"next: cd {directory} && sandbox up && sandbox load && pytest tests", highlight=False,
+                      soft_wrap=True)
+
+
+@app.command()
 def restart(services: list[str] = typer.Argument(..., metavar="SERVICE...", help="e.g. connect, or kafka connect")):
     """Stop these services gracefully and start them again; the connectors are registered as by `up`."""
     try:

@@ -3,7 +3,7 @@
 Resolution order for every setting: environment variable, then what the sandbox recorded when it was first
 brought up (`<state>/ports.json`), then the default. Environment variables:
 
-- `SANDBOX_STATE_DIR`   state directory (default `<project>/.sandbox`)
+- `SANDBOX_STATE_DIR`   state directory (default `.sandbox` beside the project file; TICKIT's in this checkout)
 - `SANDBOX_TOOLS_DIR`   installed tools: resolved jars, LocalStack's virtualenv, each in a directory named after
   what it was built from, so every checkout on the machine shares them (default `cdc-sandbox/tools` in
   `$XDG_CACHE_HOME` or `~/.cache`)
@@ -155,6 +155,11 @@ def project_file(env: dict[str, str], cwd: Path | None = None) -> Path:
         return path / PROJECT_FILE_NAME if path.is_dir() else path
     here = (cwd or Path.cwd()) / PROJECT_FILE_NAME
     return here.resolve() if here.is_file() else TOPOLOGY_FILE
+
+
+def default_state_dir(project: Path) -> Path:
+    """`.sandbox` beside the project file: a team's sandbox lives in its repository (TICKIT's in this checkout)."""
+    return (PROJECT_ROOT if project == TOPOLOGY_FILE else project.parent) / ".sandbox"
 
 
 def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
@@ -313,7 +318,8 @@ class Settings:
     def load(cls, env: dict[str, str] | None = None, backend: str | None = None) -> "Settings":
         """`backend` overrides SANDBOX_BACKEND and the recorded choice (used once `sandbox up` has chosen)."""
         env = dict(os.environ if env is None else env)
-        state_dir = Path(env.get("SANDBOX_STATE_DIR", PROJECT_ROOT / ".sandbox")).resolve()
+        project = project_file(env)
+        state_dir = Path(env.get("SANDBOX_STATE_DIR") or default_state_dir(project)).resolve()
         tools_dir = Path(env.get("SANDBOX_TOOLS_DIR") or user_cache_dir(env) / "tools").resolve()
         backend = backend or _backend_from_env(env) or _read_recorded_backend(state_dir)
         recorded = _read_recorded_ports(state_dir)
@@ -328,7 +334,7 @@ class Settings:
         if backend == "compose":
             available.add("mssql")
         engines = {"mysql": "mysql"} if backend == "compose" else None
-        topology = load_topology(project_file(env), available=available, engines=engines)
+        topology = load_topology(project, available=available, engines=engines)
         return cls(state_dir=state_dir, tools_dir=tools_dir, ports=ports, external_hosts=external,
                    topology=topology, env=env, backend=backend)
 
