@@ -20,7 +20,7 @@ from sandbox.sources.mutations import random_value, sql_parameter
 from sandbox.stack.catalog import Placement, placements
 from sandbox.stack.databases import table_connection
 from sandbox.stack.source_tables import create_tables
-from tickit_data.ddl import POSTGRES, quote
+from tickit_data.ddl import MYSQL, POSTGRES, quote
 
 DEFAULT_ROWS = 100
 Progress = Callable[[str, int], None]
@@ -86,6 +86,7 @@ def generated_rows(placement: Placement, count: int, seed: int) -> Iterator[dict
 def _insert(conn, placement: Placement, rows: Iterator[dict]) -> int:
     names = placement.table.column_names
     values = [tuple(sql_parameter(row[n]) for n in names) for row in rows]
+    _begin(conn, placement)
     try:
         with conn.cursor() as cur:
             cur.executemany(placement.insert_sql(names), values)
@@ -159,8 +160,15 @@ class _Refused(Exception):
     pass
 
 
-def _first_refused(conn, statement: str, rows: list[tuple]) -> tuple[int, Exception]:
+def _begin(conn, placement: Placement) -> None:
+    """One transaction for all the rows: the MariaDB connection otherwise commits each statement by itself."""
+    if placement.dialect == MYSQL:
+        conn.begin()
+
+
+def _first_refused(conn, placement: Placement, statement: str, rows: list[tuple]) -> tuple[int, Exception]:
     """The number (from 1) of the first row the database refuses, and its error; nothing is kept."""
+    _begin(conn, placement)
     try:
         with conn.cursor() as cur:
             for number, row in enumerate(rows, start=1):
@@ -184,12 +192,13 @@ def _load_parquet(conn, placement: Placement, path: Path) -> int:
     names = table.column_names
     rows = [tuple(sql_parameter(row[name]) for name in names) for row in table.to_pylist()]
     statement = placement.insert_sql(names)
+    _begin(conn, placement)
     try:
         with conn.cursor() as cur:
             cur.executemany(statement, rows)
     except Exception:  # the driver's error: found again row by row, to name the row
         conn.rollback()
-        number, exc = _first_refused(conn, statement, rows)
+        number, exc = _first_refused(conn, placement, statement, rows)
         raise SandboxError(f"{path}, row {number}: {placement.table.name} refused it: {' '.join(str(exc).split())}",
                            "fix that row and load again; nothing of the file was kept") from None
     conn.commit()
