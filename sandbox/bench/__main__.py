@@ -4,11 +4,15 @@
 - resident memory of each service once idle;
 - disk used by the state directory and by the resolved jars;
 - full TICKIT generated and bulk-loaded into empty tables of all sources (in `_bench` schemas/databases);
-- Debezium's initial snapshot of those seven tables into Kafka, by temporary connectors (rows/s).
+- Debezium's initial snapshot of those seven tables into Kafka, by temporary connectors (rows/s);
+- the job's latency per change (`job_latency`), and `sandbox query sale` as a user runs it.
 """
 
 from __future__ import annotations
 
+import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -61,6 +65,19 @@ def load_seconds(settings: Settings) -> tuple[float, int]:
     return time.monotonic() - started, sum(r.rows for r in results)
 
 
+def query_seconds(table: str = "sale", runs: int = 5) -> list[float] | None:
+    """Wall seconds of `sandbox query TABLE` (20 rows through hudi-rs, as a user types it), each run a new process;
+    None when the sandbox's own lake has no such table yet."""
+    times = []
+    for _ in range(runs):
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "sandbox", "query", table], capture_output=True, text=True)
+        if done.returncode != 0:
+            return None
+        times.append(time.monotonic() - started)
+    return sorted(times)
+
+
 def main() -> None:
     settings = Settings.load()
     seconds = restart_seconds(settings)
@@ -79,6 +96,12 @@ def main() -> None:
         snapshot.clean_up(settings)
         snapshot.drop_namespaces(settings)
     job_latency.report(settings, console.print)
+    times = query_seconds()
+    if times is None:
+        console.print("`sandbox query sale`: the sandbox's lake has no silver sale yet (`sandbox job run` writes it)")
+    else:
+        console.print(f"`sandbox query sale` (hudi-rs, a new process each): median [bold]{statistics.median(times):.2f} "
+                      f"s[/bold] of {len(times)} ({times[0]:.2f}-{times[-1]:.2f} s)")
 
 
 if __name__ == "__main__":

@@ -160,9 +160,11 @@ class RustSilver(SilverReader):
         base = f"s3://{uri.netloc}{uri.path}" if uri.scheme in ("s3a", "s3n") else uri.geturl()
         return HudiTableBuilder.from_base_uri(base).with_storage_options(self.storage).build()
 
-    def read(self, table: str, as_of: str | None = None, after: str | None = None, until: str | None = None) -> list:
+    def read(self, table: str, as_of: str | None = None, after: str | None = None, until: str | None = None,
+             limit: int | None = None) -> list:
         """A table's record batches: its latest snapshot, as of a commit instant, or the changes of the commits whose
-        completion time lies in (after, until] (until the latest when not given)."""
+        completion time lies in (after, until] (until the latest when not given). With `limit`, streamed only until
+        that many rows have arrived."""
         from hudi import HudiQueryType, HudiReadOptions
 
         options = HudiReadOptions()
@@ -172,7 +174,15 @@ class RustSilver(SilverReader):
                 options = options.with_end_timestamp(until)
         elif as_of is not None:
             options = options.with_as_of_timestamp(as_of)
-        return self._table(table).read(options)
+        if limit is None or after is not None:  # hudi-rs streams snapshots and time travel, not incremental reads
+            return self._table(table).read(options)
+        batches, rows = [], 0
+        for batch in self._table(table).read_stream(options):
+            if rows >= limit:
+                break
+            batches.append(batch)
+            rows += batch.num_rows
+        return batches
 
     def snapshot_batches(self, shape: Shape) -> list:
         return self.read(shape.name)
