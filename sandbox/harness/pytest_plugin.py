@@ -12,6 +12,7 @@ default) are collected as tests. After the run a summary of what the oracles che
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from pathlib import Path
@@ -67,7 +68,7 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
-def sandbox_settings(request, tmp_path_factory) -> Settings:
+def cdc_sandbox_settings(request, tmp_path_factory) -> Settings:
     """The settings of the sandbox the session uses, before it is brought up (`sandbox` gives it running)."""
     if request.config.getoption("--sandbox") == "ephemeral":
         return ephemeral_settings(tmp_path_factory.mktemp("sandbox"))
@@ -86,7 +87,7 @@ def ephemeral_settings(state_dir: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def sandbox(request, sandbox_settings: Settings):
+def cdc_sandbox(request, cdc_sandbox_settings: Settings):
     """A running sandbox. Attach: the project's (started, without installing, if it is down). Ephemeral: a new
     stack for this session on free ports, with testcontainers where a Docker engine answers, natively otherwise;
     removed afterwards."""
@@ -100,20 +101,20 @@ def sandbox(request, sandbox_settings: Settings):
                 yield settings
             return
         orphans.reap()  # what sessions that were killed left running
-        entry = orphans.register(sandbox_settings)
+        entry = orphans.register(cdc_sandbox_settings)
         try:
-            native.up(sandbox_settings, quiet)
-            yield sandbox_settings
+            native.up(cdc_sandbox_settings, quiet)
+            yield cdc_sandbox_settings
         finally:
-            native.down(sandbox_settings, quiet)
+            native.down(cdc_sandbox_settings, quiet)
             entry.unlink(missing_ok=True)
         return
-    backend = backends.of(sandbox_settings)
-    statuses, connectors = backend.status(sandbox_settings)
+    backend = backends.of(cdc_sandbox_settings)
+    statuses, connectors = backend.status(cdc_sandbox_settings)
     healthy = all(s.state in ("running", "external") for s in statuses)
     if not healthy or any(state != "RUNNING" for _, state in connectors):
-        backend.up(sandbox_settings, quiet, skip_install=True)
-    yield sandbox_settings
+        backend.up(cdc_sandbox_settings, quiet, skip_install=True)
+    yield cdc_sandbox_settings
 
 
 def _source_client(settings: Settings, table: str):
@@ -122,87 +123,87 @@ def _source_client(settings: Settings, table: str):
 
 
 @pytest.fixture
-def postgres_client(sandbox: Settings, tickit_loaded):
+def cdc_postgres_client(cdc_sandbox: Settings, cdc_tickit_loaded):
     """A DB-API connection to the Postgres source database (closed after the test)."""
-    yield from _source_client(sandbox, "category")
+    yield from _source_client(cdc_sandbox, "category")
 
 
 @pytest.fixture
-def mysql_client(sandbox: Settings, tickit_loaded):
+def cdc_mysql_client(cdc_sandbox: Settings, cdc_tickit_loaded):
     """A DB-API connection to the MySQL-compatible source database (closed after the test)."""
-    yield from _source_client(sandbox, "sale")
+    yield from _source_client(cdc_sandbox, "sale")
 
 
 @pytest.fixture
-def mssql_client(sandbox: Settings, tickit_loaded):
+def cdc_mssql_client(cdc_sandbox: Settings, cdc_tickit_loaded):
     """A DB-API connection to SQL Server; the test is skipped when the sandbox has none."""
-    if "mssql" not in sandbox.topology.sources:
+    if "mssql" not in cdc_sandbox.topology.sources:
         pytest.skip("no SQL Server reachable: set SANDBOX_MSSQL_DSN (native backend) or use the compose backend; "
                     "crm.user lives on its Postgres stand-in here")
-    yield from _source_client(sandbox, "user")
+    yield from _source_client(cdc_sandbox, "user")
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(sandbox: Settings) -> str:
+def cdc_kafka_bootstrap(cdc_sandbox: Settings) -> str:
     """Kafka's bootstrap address (host:port)."""
-    return sandbox.endpoint("kafka").address
+    return cdc_sandbox.endpoint("kafka").address
 
 
 @pytest.fixture(scope="session")
-def connect_client(sandbox: Settings) -> ConnectClient:
+def cdc_connect_client(cdc_sandbox: Settings) -> ConnectClient:
     """A client of Kafka Connect's REST API: connectors, their status, restarts."""
-    return ConnectClient(sandbox.url("connect"))
+    return ConnectClient(cdc_sandbox.url("connect"))
 
 
 @pytest.fixture(scope="session")
-def registry(sandbox: Settings) -> RegistryClient:
+def cdc_registry(cdc_sandbox: Settings) -> RegistryClient:
     """A client of Apicurio Registry: the Avro schemas of the change events, and their decoding."""
-    return RegistryClient(sandbox.registry_api_url)
+    return RegistryClient(cdc_sandbox.registry_api_url)
 
 
 @pytest.fixture(scope="session")
-def s3(sandbox: Settings):
+def cdc_s3(cdc_sandbox: Settings):
     """A boto3 S3 client of LocalStack, where the lakes live."""
-    return s3_client(sandbox.url("localstack"))
+    return s3_client(cdc_sandbox.url("localstack"))
 
 
 @pytest.fixture(scope="session")
-def lake_bucket(sandbox: Settings) -> str:
+def cdc_lake_bucket(cdc_sandbox: Settings) -> str:
     """The bucket of the project's lakes."""
-    return sandbox.topology.lake_bucket
+    return cdc_sandbox.topology.lake_bucket
 
 
 @pytest.fixture(scope="session")
-def tickit_loaded(request, sandbox: Settings):
+def cdc_tickit_loaded(request, cdc_sandbox: Settings):
     """The source databases hold the project's rows: a project's data files or generated rows (a table holding
     rows keeps them); for TICKIT generated TICKIT (seed 0, original size, or `--sandbox-tickit-scale` of it in an
     ephemeral sandbox). Returns what the load did."""
-    if not sandbox.topology.is_tickit:
+    if not cdc_sandbox.topology.is_tickit:
         from sandbox.sources import project_data
 
-        return project_data.load(sandbox)
+        return project_data.load(cdc_sandbox)
     scale = request.config.getoption("--sandbox-tickit-scale")
     if not 0 < scale <= 1.0:
         raise pytest.UsageError(f"--sandbox-tickit-scale takes a size above 0 and up to 1.0, not {scale}")
     if scale != 1.0 and request.config.getoption("--sandbox") != "ephemeral":
         raise pytest.UsageError(f"--sandbox-tickit-scale={scale} would shrink the tables of the sandbox this session "
                                 "attaches to: use it with --sandbox=ephemeral")
-    return tickit.load(sandbox, tickit.GeneratedRows(seed=0, scale=scale))
+    return tickit.load(cdc_sandbox, tickit.GeneratedRows(seed=0, scale=scale))
 
 
 @pytest.fixture
-def mutator(sandbox: Settings, tickit_loaded) -> Mutator:
+def cdc_mutator(cdc_sandbox: Settings, cdc_tickit_loaded) -> Mutator:
     """Journaled changes to the source tables: insert, update, delete, key update, columns, truncate, random."""
-    return Mutator(sandbox)
+    return Mutator(cdc_sandbox)
 
 
 # --- the pipeline and the silver tables ----------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def spark(sandbox: Settings):
+def cdc_spark(cdc_sandbox: Settings):
     """A Spark session with the job's jars and S3 settings (shared by every pipeline of the session)."""
     from sandbox.harness.pipeline import spark_for
 
-    session = spark_for(sandbox)
+    session = spark_for(cdc_sandbox)
     yield session
     session.stop()
 
@@ -219,35 +220,35 @@ def job_under_test(request):
 
 
 @pytest.fixture(scope="session")
-def lake_branches(sandbox: Settings, spark):
+def cdc_lake_branches(cdc_sandbox: Settings, cdc_spark):
     """Where new test lakes branch from (`sandbox.harness.lake_branch`); None when `SANDBOX_BRANCH_LAKES=0` or the session
     runs a deliberately broken job (its lakes must be written by that job from the first change on)."""
     from sandbox.harness.lake_branch import LakeBranches
 
     if os.environ.get("SANDBOX_BRANCH_LAKES", "1") == "0" or os.environ.get("SANDBOX_BROKEN_JOB"):
         return None
-    SESSION_BRANCHES.append(LakeBranches(sandbox, spark))
+    SESSION_BRANCHES.append(LakeBranches(cdc_sandbox, cdc_spark))
     return SESSION_BRANCHES[-1]
 
 
 @pytest.fixture(scope="session")
-def pipeline(request, sandbox: Settings, spark, lake_branches, job_under_test):
+def cdc_pipeline(request, cdc_sandbox: Settings, cdc_spark, cdc_lake_branches, job_under_test):
     """The Hudi job on a lake of its own (branched from the baseline) for this test session, run in-process:
     `run_once()` or `start_continuous()`, and `wait_for_positions()` to wait until silver has reached source
     positions."""
-    pipe = pipeline_on_new_lake(sandbox, spark, lake_branches, job_under_test=job_under_test)
+    pipe = pipeline_on_new_lake(cdc_sandbox, cdc_spark, cdc_lake_branches, job_under_test=job_under_test)
     yield pipe
     finish([pipe], request.session.testsfailed > 0)
 
 
 @pytest.fixture
-def pipeline_factory(request, sandbox: Settings, spark, lake_branches, job_under_test):
+def cdc_pipeline_factory(request, cdc_sandbox: Settings, cdc_spark, cdc_lake_branches, job_under_test):
     """New pipelines on new lakes (optionally over a subset of the tables), branched from the baseline unless
     `branch=False`; stopped after the test. `job=` puts another job than the session's under test."""
     made = []
 
     def make(only: list[str] | None = None, branch: bool = True, job=None, **options):
-        pipe = pipeline_on_new_lake(sandbox, spark, lake_branches if branch else None, only=only,
+        pipe = pipeline_on_new_lake(cdc_sandbox, cdc_spark, cdc_lake_branches if branch else None, only=only,
                                     job_under_test=job or job_under_test, **options)
         made.append(pipe)
         return pipe
@@ -257,24 +258,25 @@ def pipeline_factory(request, sandbox: Settings, spark, lake_branches, job_under
 
 
 @pytest.fixture
-def silver(pipeline):
+def cdc_silver(cdc_pipeline):
     """The session pipeline's silver tables through both readers: `silver.spark` and `silver.rust`, each with
     snapshot(shape), as_of(shape, commit) and changes(shape, after, until)."""
     from types import SimpleNamespace
 
     from sandbox.harness.silver import RustSilver, SparkSilver
 
-    return SimpleNamespace(spark=SparkSilver(pipeline.spark, pipeline.config), rust=RustSilver(pipeline.config))
+    return SimpleNamespace(spark=SparkSilver(cdc_pipeline.spark, cdc_pipeline.config),
+                           rust=RustSilver(cdc_pipeline.config))
 
 
 @pytest.fixture
-def oracle_factory(request, sandbox: Settings, mutator: Mutator):
+def cdc_oracle_factory(request, cdc_sandbox: Settings, cdc_mutator: Mutator):
     """Oracles over given pipelines: `oracle_factory(pipeline)`; each checks its history when the test ends."""
     timeout = request.config.getoption("--oracle-timeout")
     made: list[Oracle] = []
 
     def make(pipe) -> Oracle:
-        made.append(Oracle(sandbox, pipe, mutator, timeout=timeout))
+        made.append(Oracle(cdc_sandbox, pipe, cdc_mutator, timeout=timeout))
         return made[-1]
 
     yield make
@@ -284,20 +286,47 @@ def oracle_factory(request, sandbox: Settings, mutator: Mutator):
 
 
 @pytest.fixture(scope="module")
-def module_pipeline(request, sandbox: Settings, spark, lake_branches, job_under_test):
+def cdc_module_pipeline(request, cdc_sandbox: Settings, cdc_spark, cdc_lake_branches, job_under_test):
     """The Hudi job on a lake of its own (branched from the baseline) for one test module (what `oracle`
     checks)."""
     failed_before = request.session.testsfailed
-    pipe = pipeline_on_new_lake(sandbox, spark, lake_branches, job_under_test=job_under_test)
+    pipe = pipeline_on_new_lake(cdc_sandbox, cdc_spark, cdc_lake_branches, job_under_test=job_under_test)
     yield pipe
     finish([pipe], request.session.testsfailed > failed_before)
 
 
 @pytest.fixture
-def oracle(oracle_factory, module_pipeline) -> Oracle:
+def cdc_oracle(cdc_oracle_factory, cdc_module_pipeline) -> Oracle:
     """An oracle over the module's pipeline (`oracle.pipeline`): `track(tables)`, mutate, `round()`; its history
     is verified again at the end of the test."""
-    return oracle_factory(module_pipeline)
+    return cdc_oracle_factory(cdc_module_pipeline)
+
+
+# --- the short names ---------------------------------------------------------------------------------------
+# Each fixture above is `cdc_<name>`, and the plugin's fixtures use those names alone: a fixture of a team's own
+# called `spark` or `sandbox` replaces the short name for the team's tests, never the session the pipelines run in.
+SHORT_NAMES = {"sandbox_settings": "session", "sandbox": "session", "postgres_client": "function",
+               "mysql_client": "function", "mssql_client": "function", "kafka_bootstrap": "session",
+               "connect_client": "session", "registry": "session", "s3": "session", "lake_bucket": "session",
+               "tickit_loaded": "session", "mutator": "function", "spark": "session", "lake_branches": "session",
+               "pipeline": "session", "pipeline_factory": "function", "silver": "function",
+               "oracle_factory": "function", "module_pipeline": "module", "oracle": "function"}
+
+
+def _short_name(name: str, scope: str):
+    target = f"cdc_{name}"
+
+    def fixture(**given):
+        return given[target]
+
+    # pytest reads a fixture's arguments from its signature: this one asks for `target` alone
+    fixture.__signature__ = inspect.Signature([inspect.Parameter(target, inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+    fixture.__doc__ = f"`cdc_{name}` by its short name (a fixture of your own called `{name}` replaces this one)."
+    return pytest.fixture(scope=scope, name=name)(fixture)
+
+
+for _name, _scope in SHORT_NAMES.items():
+    globals()[f"_short_{_name}"] = _short_name(_name, _scope)
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)

@@ -28,12 +28,12 @@ def job_label(job: dict) -> str:
 
 
 def _scenario_test(spec: scenarios.Scenario, job: dict):
-    def test_scenario(pipeline_factory, oracle_factory, mutator):
-        if reason := scenarios.unavailable(spec, mutator.settings):
+    def test_scenario(cdc_pipeline_factory, cdc_oracle_factory, cdc_mutator):  # the plugin's own fixtures
+        if reason := scenarios.unavailable(spec, cdc_mutator.settings):
             pytest.skip(reason)
         options = {k: v for k, v in job.items() if k != "continuous"}
-        pipeline = pipeline_factory(only=spec.tables, **options)
-        scenarios.run(spec, pipeline, mutator, oracle_factory(pipeline), job=job)
+        pipeline = cdc_pipeline_factory(only=spec.tables, **options)
+        scenarios.run(spec, pipeline, cdc_mutator, cdc_oracle_factory(pipeline), job=job)
 
     test_scenario.__doc__ = spec.description
     return test_scenario

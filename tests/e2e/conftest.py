@@ -14,8 +14,8 @@ def tickit_loaded_first(request):
     """TICKIT is loaded before the session's first test when any test needs it, not by the first that does:
     Debezium then streams the load (430,000 rows, most of a minute on 2 cores) while the tests that need no data
     run (tests/e2e/test_bad_input.py comes first), instead of while a test waits for its first change."""
-    if any("tickit_loaded" in item.fixturenames for item in request.session.items):
-        request.getfixturevalue("tickit_loaded")
+    if any("cdc_tickit_loaded" in item.fixturenames for item in request.session.items):
+        request.getfixturevalue("cdc_tickit_loaded")
 
 
 @pytest.fixture

@@ -41,3 +41,14 @@ def test_parallel_workers_are_refused_with_what_to_do(pytester):
     assert result.ret != 0
     said = result.stdout.str() + result.stderr.str()
     assert "runs its tests in one process" in said and "Run without -n" in said
+
+
+def test_a_teams_own_spark_or_sandbox_fixture_leaves_the_plugins_pipeline_alone(pytester):
+    pytester.makeconftest("import pytest\n\n@pytest.fixture(scope='session')\ndef spark():\n    return 'mine'\n\n"
+                          "@pytest.fixture(scope='session')\ndef sandbox():\n    return 'mine too'\n")
+    pytester.makepyfile("def test_theirs(spark):\n    assert spark == 'mine'\n\n"
+                        "def test_a_pipeline(pipeline):\n    pass\n")
+    plan = pytester.runpytest_subprocess("--setup-plan", "-p", "no:cacheprovider").stdout.str()
+    pipeline_plan = plan.split("test_a_pipeline")[0].split("test_theirs")[-1]
+    assert "SETUP    S cdc_spark" in pipeline_plan and "SETUP    S cdc_sandbox " in pipeline_plan, plan
+    assert "SETUP    S spark" not in pipeline_plan and "SETUP    S sandbox " not in pipeline_plan, plan
