@@ -323,7 +323,8 @@ app.add_typer(job_app, name="job")
 
 @job_app.command("run")
 def job_run(
-    continuous: bool = typer.Option(False, "--continuous", help="Keep running micro-batches; Ctrl-C or SIGTERM stops between two of them."),
+    continuous: bool = typer.Option(False, "--continuous", help="Keep running micro-batches; Ctrl-C or SIGTERM "
+                                    "stops between two of them."),
     merge_on_read: bool = typer.Option(False, "--merge-on-read", help="Merge-on-Read silver tables with compaction."),
     hard_deletes: bool = typer.Option(False, help="Remove deleted rows instead of keeping soft deletes."),
     lake: str = typer.Option(None, help="Base URI of the lake (default s3a://<lake bucket>)."),

@@ -100,8 +100,9 @@ def main() -> None:
     if times is None:
         console.print("`sandbox query sale`: the sandbox's lake has no silver sale yet (`sandbox job run` writes it)")
     else:
-        console.print(f"`sandbox query sale` (hudi-rs, a new process each): median [bold]{statistics.median(times):.2f} "
-                      f"s[/bold] of {len(times)} ({times[0]:.2f}-{times[-1]:.2f} s)")
+        median = statistics.median(times)
+        console.print(f"`sandbox query sale` (hudi-rs, a new process each): median [bold]{median:.2f} s[/bold] "
+                      f"of {len(times)} ({times[0]:.2f}-{times[-1]:.2f} s)")
 
 
 if __name__ == "__main__":
