@@ -27,6 +27,17 @@ BYTEA_AS_BYTES = psycopg2.extensions.new_type(
 UNREACHABLE = (psycopg2.OperationalError, pymysql.err.OperationalError, pymssql.OperationalError)
 
 
+def _postgres_connection(attempts: int = 3, **arguments):
+    """A server that refuses is named at once; one that answers too slowly, as while the machine starts every JVM of
+    the stack, is asked again before it counts as unreachable."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return psycopg2.connect(connect_timeout=3, **arguments)
+        except psycopg2.OperationalError as exc:
+            if "timeout expired" not in str(exc) or attempt == attempts:
+                raise
+
+
 def declared_database(settings: Settings, source: str) -> str:
     """The source's own database as the project file declares it (also while a stand-in holds its tables)."""
     return settings.topology.declared_databases.get(source, "postgres" if source == "postgres" else "master")
@@ -48,9 +59,8 @@ def open_connection(settings: Settings, source: str, database: str | None = None
     """A connection the caller closes (for one held open across calls; otherwise use `connection`)."""
     endpoint, who = settings.endpoint(source), login(settings, source, role)
     if source == "postgres":
-        conn = psycopg2.connect(host=endpoint.host, port=endpoint.port, user=who.user, password=who.password,
-                                dbname=database or declared_database(settings, "postgres"),
-                                connect_timeout=3, **options)
+        conn = _postgres_connection(host=endpoint.host, port=endpoint.port, user=who.user, password=who.password,
+                                    dbname=database or declared_database(settings, "postgres"), **options)
         psycopg2.extensions.register_type(BYTEA_AS_BYTES, conn)
         return conn
     if source == "mysql":
