@@ -58,7 +58,8 @@ def test_the_collection_in_silver_then_rounds_of_changes(moma_oracle):
     oracle.verify_history()
 
 
-def test_the_projects_scenario(moma_oracle, monkeypatch):
-    monkeypatch.setenv("SANDBOX_PROJECT", str(MOMA))
+def test_the_projects_scenario(sandbox, moma_oracle, monkeypatch):
+    monkeypatch.setenv("SANDBOX_PROJECT", str(MOMA))  # the project scenarios read their tables from
+    monkeypatch.setenv("SANDBOX_STATE_DIR", str(sandbox.state_dir))  # on the session's stack
     spec = scenarios.load(MOMA / "scenarios" / "artwork-transferred.yaml")
     scenarios.run(spec, moma_oracle.pipeline, moma_oracle.mutator, moma_oracle)
