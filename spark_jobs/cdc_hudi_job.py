@@ -428,13 +428,13 @@ def run(spark: SparkSession, config: JobConfig, once: bool, report=print) -> Non
     query.awaitTermination()
 
 
-def run_until_stopped(spark: SparkSession, config: JobConfig, report=print) -> None:
-    """Micro-batches until SIGTERM or SIGINT; then the running micro-batch may finish, and the query stops between
-    two micro-batches, so the checkpoint and the lake agree. One line reports how it stopped."""
+def run_until_stopped(spark: SparkSession, config: JobConfig, once: bool, report=print) -> None:
+    """`run`, but SIGTERM or SIGINT lets the running micro-batch finish and stops the query between two
+    micro-batches, so the checkpoint and the lake agree. One line reports how it stopped."""
     requested = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: requested.set())
-    query = start(spark, config, False, report)
+    query = start(spark, config, once, report)
     while not query.awaitTermination(1):  # raises what failed the query
         if requested.is_set():
             report(json.dumps({"stopped": _stop_between_batches(query)}))
@@ -462,14 +462,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = JobConfig.read(args.config)
     spark = spark_session(config)
+
     def report(line: str) -> None:
         print(line, flush=True)
 
     try:
-        if args.once:
-            run(spark, config, once=True, report=report)
-        else:
-            run_until_stopped(spark, config, report)
+        run_until_stopped(spark, config, once=args.once, report=report)
     except Exception as exc:  # noqa: BLE001 - the cause in one line on stdout, the stack trace in the log
         print(json.dumps({"failed": cause_line(exc)}), flush=True)
         traceback.print_exc()

@@ -167,7 +167,7 @@ def run(settings: Settings, config: JobConfig, once: bool, say=functools.partial
                     spark_log.write(line)
                     spark_log.flush()
             code = child.wait()
-    if signals and (code == 0 or len(signals) > 1):  # stopped as asked: the shell's convention after Ctrl-C
+    if signals and not named_cause:  # stopped as asked (not failed meanwhile): the shell's convention after Ctrl-C
         return 128 + signal.SIGINT if signals[0] == signal.SIGINT else 0
     if code == 0:
         class_archive.keep_recording(recording)
