@@ -9,24 +9,25 @@ PYTEST_ARGS ?=
 
 venv: $(STAMP)
 
+# The repository's own environment is the lock's (uv.lock: every package at the version CI ran), with every extra.
 # uv installs from its cache by links and byte-compiles what it installs: the suite starts many Python processes, and
-# where PYTHONDONTWRITEBYTECODE is set (as on this machine) nothing else writes bytecode, so each would compile
-# pyspark's and boto's modules again (`import sandbox.cli, pyspark, boto3`: 1.7-1.85 s without, 0.66-0.80 s with).
-# It tries its cache alone first: PyPI ships pyspark as a source archive, and online uv rebuilds it whenever the
-# index answers a revalidation with a changed response (here: every time); a cache that lacks something goes online.
-# A fresh clone's venv: 24.5 s with `pip install --no-compile` -> 13.2 s.
+# where PYTHONDONTWRITEBYTECODE is set nothing else writes bytecode, so each would compile pyspark's and boto's modules
+# again. It tries its cache alone first: PyPI ships pyspark as a source archive, and online uv rebuilds it whenever the
+# index answers a revalidation with a changed response; a cache that lacks something goes online.
+# `--inexact` keeps uv itself, which the lock does not list; `pip check` proves the result consistent.
 UV_VERSION := 0.13.9
-UV := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python
+UV_SYNC := $(BIN)/uv sync -q --frozen --all-extras --inexact --compile-bytecode
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml uv.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --no-compile uv==$(UV_VERSION)
-	$(UV) --offline -e '.[dev]' 2>/dev/null || $(UV) -e '.[dev]'
+	$(UV_SYNC) --offline 2>/dev/null || $(UV_SYNC)
+	$(BIN)/python -m pip check -q --disable-pip-version-check
 	@touch $@
 
 # Docker Compose pinned and built from its Go module into ~/.cache/cdc-sandbox, once per machine (validates compose/ without an engine).
 compose-cli: venv
-	$(BIN)/python -m sandbox.stack.backends.compose_cli
+	$(BIN)/python -m cdc_sandbox.stack.backends.compose_cli
 
 up: venv
 	$(BIN)/sandbox up
@@ -73,7 +74,7 @@ ci-linters: venv
 
 bench: venv
 	$(BIN)/sandbox up
-	$(BIN)/python -m sandbox.bench
+	$(BIN)/python -m cdc_sandbox.bench
 
 clean: venv
 	$(BIN)/sandbox reset --yes

@@ -24,18 +24,18 @@ import pytest
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from sandbox.config import Settings
-from sandbox.harness.oracle import NotOneBatch
-from sandbox.harness.pipeline import SilverBehind
-from sandbox.harness.verdict import OracleMismatch
-from sandbox.schema import DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ
-from sandbox.stack import catalog
-from spark_jobs import cdc_hudi_job
-from spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
-from spark_jobs.job_config import TableSpec
-from tickit_data.schema import get_table
+from cdc_sandbox.config import Settings
+from cdc_sandbox.harness.oracle import NotOneBatch
+from cdc_sandbox.harness.pipeline import SilverBehind
+from cdc_sandbox.harness.verdict import OracleMismatch
+from cdc_sandbox.schema import DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ
+from cdc_sandbox.stack import catalog
+from cdc_sandbox.spark_jobs import cdc_hudi_job
+from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
+from cdc_sandbox.spark_jobs.job_config import TableSpec
+from cdc_sandbox.tickit_data.schema import get_table
 
-SUITES = ["fixtures/scenarios"]
+SUITES = ["cdc_sandbox/fixtures/scenarios"]
 REPORTS = Path("reports/broken-variants")
 
 

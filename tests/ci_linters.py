@@ -13,9 +13,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from sandbox.config import user_cache_dir
-from sandbox.errors import SandboxError
-from sandbox.stack.install import run_install
+from cdc_sandbox.config import user_cache_dir
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.stack.install import run_install
 
 ACTIONLINT = "github.com/rhysd/actionlint/cmd/actionlint"
 ACTIONLINT_VERSION = "v1.7.12"

@@ -19,7 +19,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from sandbox.config import PROJECT_ROOT
+from tests import PROJECT_ROOT
 
 REPORTS = PROJECT_ROOT / "reports"
 UNIT_LOG = REPORTS / "unit-tests.log"

@@ -1,7 +1,7 @@
 """A CDC job written the way many teams write their first one: Structured Streaming, `foreachBatch`, and Hudi's
 datasource doing the merging with its own choices, configured by a plain properties file (`job.properties`).
 
-It differs from the sandbox's own job (`spark_jobs/cdc_hudi_job.py`) where teams usually differ:
+It differs from the sandbox's own job (`cdc_sandbox/spark_jobs/cdc_hudi_job.py`) where teams usually differ:
   - the order of two changes of a key is Hudi's precombine on one column, `ordering` in the properties:
       source_ts_ms     Debezium's `__source_ts_ms`, the source's commit time in milliseconds (the reference
                        architecture's choice);
@@ -12,7 +12,7 @@ It differs from the sandbox's own job (`spark_jobs/cdc_hudi_job.py`) where teams
   - no bronze table and no quarantine, Hudi's default index, and `hoodie.*` settings straight from the file.
 Deletes stay as soft deletes (`__deleted = 'true'`) unless `hard.deletes=true`; a truncate deletes the rows live
 before it the same way (`__op = 't'`). Avro decoding is the sandbox's
-(`spark_jobs.decode`), as a team would use its platform's deserializer.
+(`cdc_sandbox.spark_jobs.decode`), as a team would use its platform's deserializer.
 
 Run: spark-submit examples/team_job/job.py --properties examples/team_job/job.properties [--set key=value ...]
      (--once | --continuous)
@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a plain file by spark-submit
 
 from pyspark.sql import DataFrame, SparkSession, Window, functions as F  # noqa: E402
 
-from spark_jobs.decode import SchemaCache, decode, schema_pairs  # noqa: E402
+from cdc_sandbox.spark_jobs.decode import SchemaCache, decode, schema_pairs  # noqa: E402
 
 ORDERINGS = ("source_ts_ms", "source_sequence")
 ORDERING_COLUMN = "_ordering"
@@ -174,7 +174,7 @@ def start(spark: SparkSession, settings: dict[str, str], once: bool):
     return writer.trigger(**trigger).start()
 
 
-# The sandbox's values (`sandbox/harness/jobs.py`) and the settings they fill.
+# The sandbox's values (`cdc_sandbox/harness/jobs.py`) and the settings they fill.
 SANDBOX_VALUES = {"kafka_bootstrap": "kafka.bootstrap.servers", "registry_url": "registry.url", "silver": "silver",
                   "checkpoint": "checkpoint", "starting_offsets": "starting.offsets", "tables": "tables",
                   "table_type": "hoodie.datasource.write.table.type", "hard_deletes": "hard.deletes",

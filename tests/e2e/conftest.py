@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.sources.changes import ChangeReader
+from cdc_sandbox.sources.changes import ChangeReader
 
 EVENT_TIMEOUT = 180
 

@@ -9,7 +9,7 @@ import datetime as dt
 
 import pytest
 
-from spark_jobs import queries
+from cdc_sandbox.spark_jobs import queries
 
 pytestmark = [pytest.mark.e2e]
 

@@ -12,10 +12,10 @@ import uuid
 import port_for
 import pytest
 
-from sandbox.config import DEFAULT_PORTS, Settings
-from sandbox.errors import SandboxError
-from sandbox.harness import job
-from sandbox.stack import backends, jvm, process
+from cdc_sandbox.config import DEFAULT_PORTS, Settings
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.harness import job
+from cdc_sandbox.stack import backends, jvm, process
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +30,7 @@ def scratch_sandbox_env(tmp_path, sandbox, **overrides) -> dict[str, str]:
 
 
 def run_up(env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sandbox", "up", "--skip-install"], env=env,
+    return subprocess.run([sys.executable, "-m", "cdc_sandbox", "up", "--skip-install"], env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -93,7 +93,7 @@ def test_unresolvable_maven_artifact_is_named(tmp_path):
 
 
 def test_job_run_on_a_bucket_that_does_not_exist_says_so(sandbox):
-    result = subprocess.run([sys.executable, "-m", "sandbox", "job", "run", "--lake", "s3a://no-such-bucket/x",
+    result = subprocess.run([sys.executable, "-m", "cdc_sandbox", "job", "run", "--lake", "s3a://no-such-bucket/x",
                              "--table", "category"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert "no-such-bucket" in result.stderr and "does not have" in result.stderr, result.stderr
@@ -110,10 +110,10 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
     from confluent_kafka import Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from sandbox.harness.checkpoint import delete_prefix, unvouched_batch
-    from sandbox.harness.lakes_for_tests import new_lake
-    from spark_jobs import cdc_hudi_job
-    from spark_jobs.job_config import TableSpec
+    from cdc_sandbox.harness.checkpoint import delete_prefix, unvouched_batch
+    from cdc_sandbox.harness.lakes_for_tests import new_lake
+    from cdc_sandbox.spark_jobs import cdc_hudi_job
+    from cdc_sandbox.spark_jobs.job_config import TableSpec
 
     bootstrap = sandbox.endpoint("kafka").address
     topic = f"sandbox-data-loss-{uuid.uuid4().hex[:8]}"
@@ -138,7 +138,7 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
         assert unvouched_batch(s3, allowed.lake) is None
         delete_prefix(s3, f"{allowed.lake}/bronze")
         assert "micro-batch 0 is committed, but bronze holds no data of it" in unvouched_batch(s3, allowed.lake)
-        result = subprocess.run([sys.executable, "-m", "sandbox", "job", "run", "--lake", allowed.lake],
+        result = subprocess.run([sys.executable, "-m", "cdc_sandbox", "job", "run", "--lake", allowed.lake],
                                 capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
         assert result.returncode == 1 and f"--from-scratch --lake {allowed.lake}" in result.stderr, result.stderr
     finally:
@@ -147,7 +147,7 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
 
 
 def sandbox_command(env: dict[str, str], *args: str) -> tuple[int, str]:
-    result = subprocess.run([sys.executable, "-m", "sandbox", *args], env=env, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "cdc_sandbox", *args], env=env, capture_output=True, text=True,
                             timeout=120)
     return result.returncode, " ".join((result.stdout + result.stderr).split())
 

@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from sandbox.harness import lake_branch
-from sandbox.harness.checkpoint import delete_prefix, object_keys, split_uri
-from sandbox.harness.lake_branch import LakeBranches
-from sandbox.harness.lakes_for_tests import new_lake
-from sandbox.harness.pipeline import Pipeline
-from sandbox.stack.services.localstack import s3_client
+from cdc_sandbox.harness import lake_branch
+from cdc_sandbox.harness.checkpoint import delete_prefix, object_keys, split_uri
+from cdc_sandbox.harness.lake_branch import LakeBranches
+from cdc_sandbox.harness.lakes_for_tests import new_lake
+from cdc_sandbox.harness.pipeline import Pipeline
+from cdc_sandbox.stack.services.localstack import s3_client
 
 pytestmark = [pytest.mark.e2e]
 

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from sandbox.sources.changes import ChangeReader, end_offsets, typed_row
+from cdc_sandbox.sources.changes import ChangeReader, end_offsets, typed_row
 
 pytestmark = [pytest.mark.e2e]
 

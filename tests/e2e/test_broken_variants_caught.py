@@ -9,18 +9,18 @@ from contextlib import contextmanager
 
 import pytest
 
-from sandbox.config import PROJECT_ROOT
-from sandbox.harness import fuzz
-from sandbox.harness import scenario as scenarios
-from sandbox.harness.oracle import Oracle, RunStats
-from sandbox.harness.pipeline import SilverBehind
-from sandbox.harness.verdict import DuplicateKeys, OracleMismatch, WrongTypes
+from cdc_sandbox.config import PACKAGE_DIR
+from cdc_sandbox.harness import fuzz
+from cdc_sandbox.harness import scenario as scenarios
+from cdc_sandbox.harness.oracle import Oracle, RunStats
+from cdc_sandbox.harness.pipeline import SilverBehind
+from cdc_sandbox.harness.verdict import DuplicateKeys, OracleMismatch, WrongTypes
 from tests.broken_variants import VARIANTS, _transform_changes
 from tests.e2e.test_team_project import CAUGHT_ON_TEAM_TABLES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-SCENARIOS = PROJECT_ROOT / "fixtures" / "scenarios"
+SCENARIOS = PACKAGE_DIR / "fixtures" / "scenarios"
 CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the kinds of failure the bug must cause
     "order-by-timestamp": ("source-clock-skew.yaml", {OracleMismatch}),  # a wrong value
     # The key's update in the new partition loses to its earlier change at a larger offset: an older value.

@@ -9,8 +9,8 @@ from decimal import Decimal
 
 import pytest
 
-from sandbox.sources.changes import ChangeReader, typed_row
-from sandbox.stack.databases import connection
+from cdc_sandbox.sources.changes import ChangeReader, typed_row
+from cdc_sandbox.stack.databases import connection
 
 pytestmark = pytest.mark.e2e
 

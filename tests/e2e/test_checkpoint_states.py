@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from sandbox.harness.checkpoint import (batch_start_offsets, committed_offsets, delete_prefix, planned_offsets,
+from cdc_sandbox.harness.checkpoint import (batch_start_offsets, committed_offsets, delete_prefix, planned_offsets,
                                         settled_offsets, unvouched_batch)
 
 pytestmark = [pytest.mark.e2e]

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.e2e]
 
 
 def sandbox_json(*args: str) -> list[dict]:
-    done = subprocess.run([sys.executable, "-m", "sandbox", *args, "--json"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "cdc_sandbox", *args, "--json"], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return [json.loads(line) for line in done.stdout.splitlines()]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.config import DEFAULT_PORTS
-from sandbox.stack import orphans
-from sandbox.wait import wait_until
+from cdc_sandbox.config import DEFAULT_PORTS
+from cdc_sandbox.stack import orphans
+from cdc_sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -25,7 +25,7 @@ USER_SUITE = '''
 import json
 from pathlib import Path
 
-from tickit_data import scaled_row_counts
+from cdc_sandbox.tickit_data import scaled_row_counts
 
 LOADED = scaled_row_counts(0.01)  # --sandbox-tickit-scale=0.01
 
@@ -134,7 +134,7 @@ def test_a_session_killed_during_up_leaves_no_sandbox_running(pytester):
         session.wait()
     assert not (pytester.path / "seen.json").exists(), "killed during `up`, not after it"
     assert orphans.servers_in(state_dir), "the dead session's services run on"
-    shown = subprocess.run([sys.executable, "-m", "sandbox", "status"], capture_output=True, text=True, timeout=300,
+    shown = subprocess.run([sys.executable, "-m", "cdc_sandbox", "status"], capture_output=True, text=True, timeout=300,
                            env={**os.environ, "COLUMNS": "400"})
     assert f"stopped an ephemeral sandbox left by dead pytest session {session.pid}" in shown.stdout, shown.stdout
     assert orphans.servers_in(state_dir) == [], "nothing of it runs after `sandbox status`"

@@ -16,13 +16,13 @@ from collections import Counter
 
 import pytest
 
-from sandbox.harness.checkpoint import split_uri
-from sandbox.sources.changes import ChangeReader, end_offsets
-from sandbox.sources.positions import event_position
-from sandbox.stack import backends
-from sandbox.stack.services import bucket_snapshot
-from sandbox.stack.services.localstack import LocalStack
-from sandbox.wait import wait_until
+from cdc_sandbox.harness.checkpoint import split_uri
+from cdc_sandbox.sources.changes import ChangeReader, end_offsets
+from cdc_sandbox.sources.positions import event_position
+from cdc_sandbox.stack import backends
+from cdc_sandbox.stack.services import bucket_snapshot
+from cdc_sandbox.stack.services.localstack import LocalStack
+from cdc_sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.faults]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.harness.checkpoint import committed_offsets, split_uri
+from cdc_sandbox.harness.checkpoint import committed_offsets, split_uri
 
 pytestmark = [pytest.mark.e2e]
 

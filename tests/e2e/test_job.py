@@ -14,10 +14,10 @@ import fastavro
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from sandbox.sources.changes import ChangeReader
-from sandbox.stack import databases
-from spark_jobs.decode import KAFKA_COLUMNS, decode
-from spark_jobs.queries import incremental
+from cdc_sandbox.sources.changes import ChangeReader
+from cdc_sandbox.stack import databases
+from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS, decode
+from cdc_sandbox.spark_jobs.queries import incremental
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -13,11 +13,11 @@ from urllib.parse import urlparse
 
 import pytest
 
-from sandbox.harness import class_archive, job
-from sandbox.harness.checkpoint import delete_prefix, unvouched_batch
-from sandbox.harness.oracle import Oracle
-from sandbox.wait import wait_until
-from spark_jobs.cdc_hudi_job import STOP_GRACE_SECONDS
+from cdc_sandbox.harness import class_archive, job
+from cdc_sandbox.harness.checkpoint import delete_prefix, unvouched_batch
+from cdc_sandbox.harness.oracle import Oracle
+from cdc_sandbox.wait import wait_until
+from cdc_sandbox.spark_jobs.cdc_hudi_job import STOP_GRACE_SECONDS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.faults]
 
@@ -34,7 +34,7 @@ def test_job_killed_mid_batch_then_sandbox_job_run_reaches_the_source(request, s
     killed = start_and_kill_mid_batch(sandbox, s3, lake.config, tmp_path)
     assert killed is None, "the job finished before it could be killed"
 
-    run = [sys.executable, "-m", "sandbox", "job", "run", "--lake", lake.config.lake,
+    run = [sys.executable, "-m", "cdc_sandbox", "job", "run", "--lake", lake.config.lake,
            *[arg for table in TABLES for arg in ("--table", table)]]
     result = subprocess.run(run, capture_output=True, text=True, timeout=1200)
     shown = " ".join(result.stdout.split())
@@ -91,7 +91,7 @@ def test_a_continuous_job_run_stops_cleanly_on_a_signal_to_the_cli_alone(sandbox
     lake = f"s3a://{sandbox.topology.lake_bucket}/test-stop-{stop.name.lower()}-{os.getpid()}"
     output = tmp_path / "job.out"
     with open(output, "w") as out:
-        cli = subprocess.Popen([sys.executable, "-m", "sandbox", "job", "run", "--continuous", "--lake", lake,
+        cli = subprocess.Popen([sys.executable, "-m", "cdc_sandbox", "job", "run", "--continuous", "--lake", lake,
                                 "--table", "category"], stdout=out, stderr=subprocess.STDOUT, text=True)
     try:
         wait_until(lambda: "batch 0:" in output.read_text() or cli.poll() is not None, 600, "the job's first batch")

@@ -12,14 +12,14 @@ import uuid
 
 import pytest
 
-from sandbox.stack import backends
-from sandbox.stack.services import bucket_snapshot
+from cdc_sandbox.stack import backends
+from cdc_sandbox.stack.services import bucket_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def sandbox_cli(*args: str, timeout: float = 600) -> str:
-    result = subprocess.run([sys.executable, "-m", "sandbox", *args], capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run([sys.executable, "-m", "cdc_sandbox", *args], capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"sandbox {' '.join(args)}: exit {result.returncode}\n" \
                                    + result.stdout[-3000:] + result.stderr[-3000:]
     return " ".join(result.stdout.split())
@@ -55,7 +55,7 @@ def test_restart_starts_one_service_again_and_status_json_then_shows_everything_
     assert after["metastore"] not in (None, before["metastore"]), "the metastore runs as a new instance"
     assert {name: i for name, i in after.items() if name != "metastore"} == \
         {name: i for name, i in before.items() if name != "metastore"}, "the others were left running"
-    shown = subprocess.run([sys.executable, "-m", "sandbox", "status", "--json"], capture_output=True, text=True,
+    shown = subprocess.run([sys.executable, "-m", "cdc_sandbox", "status", "--json"], capture_output=True, text=True,
                            timeout=120)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     status = json.loads(shown.stdout)

@@ -14,9 +14,9 @@ import pymysql
 import pytest
 import requests
 
-from sandbox.stack import backends, listening, orphans
-from sandbox.stack.services.localstack import LocalStack
-from sandbox.stack.services.mariadb import MariaDB
+from cdc_sandbox.stack import backends, listening, orphans
+from cdc_sandbox.stack.services.localstack import LocalStack
+from cdc_sandbox.stack.services.mariadb import MariaDB
 
 pytestmark = [pytest.mark.e2e]
 

@@ -16,17 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.config import PROJECT_ROOT
-from sandbox.harness import job, jobs
-from sandbox.harness.timeline import S3Timelines
-from sandbox.stack.credentials import login
-from sandbox.stack.databases import connection
-from sandbox.stack.services.metastore import schema_dir, thrift_uri
+from cdc_sandbox.config import PACKAGE_DIR
+from tests import PROJECT_ROOT
+from cdc_sandbox.harness import job, jobs
+from cdc_sandbox.harness.timeline import S3Timelines
+from cdc_sandbox.stack.credentials import login
+from cdc_sandbox.stack.databases import connection
+from cdc_sandbox.stack.services.metastore import schema_dir, thrift_uri
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 TEAM_JOB = PROJECT_ROOT / "examples" / "team_job" / "sandbox-job-submitted.yaml"
-INIT_SCRIPT = PROJECT_ROOT / "compose" / "postgres" / "initdb" / "metastore.sh"
+INIT_SCRIPT = PACKAGE_DIR / "compose" / "postgres" / "initdb" / "metastore.sh"
 TABLE = "category"
 COLUMNS = "catid, catgroup, catname, catdesc"
 
@@ -107,7 +108,7 @@ def sandbox_sql(settings, database: str, statements: list[str]) -> list[dict]:
 
 
 def test_the_compose_init_script_makes_the_metastore_login_database_and_schema(sandbox):
-    """Postgres's init script on compose (`compose/postgres/initdb/metastore.sh`), run as the image would run it, on
+    """Postgres's init script on compose (`cdc_sandbox/compose/postgres/initdb/metastore.sh`), run as the image would run it, on
     the sandbox's own Postgres: a login and database of the test's, with the schema the server checks."""
     suffix = uuid.uuid4().hex[:8]
     user, database = f"hive_{suffix}", f"metastore_{suffix}"

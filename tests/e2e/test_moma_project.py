@@ -11,11 +11,12 @@ import sys
 
 import pytest
 
-from sandbox.config import PROJECT_ROOT, Settings
-from sandbox.harness import scenario as scenarios
-from sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
-from sandbox.harness.oracle import Oracle, RunStats
-from sandbox.sources.mutations import Mutator
+from cdc_sandbox.config import Settings
+from tests import PROJECT_ROOT
+from cdc_sandbox.harness import scenario as scenarios
+from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
+from cdc_sandbox.harness.oracle import Oracle, RunStats
+from cdc_sandbox.sources.mutations import Mutator
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -27,7 +28,7 @@ TABLES = ["artists", "artworks"]
 def moma(sandbox: Settings) -> Settings:
     env = dict(os.environ, SANDBOX_STATE_DIR=str(sandbox.state_dir), SANDBOX_PROJECT=str(MOMA))
     for command in (["up", "--skip-install"], ["load"]):
-        done = subprocess.run([sys.executable, "-m", "sandbox", *command], env=env, capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-m", "cdc_sandbox", *command], env=env, capture_output=True, text=True,
                               timeout=600)
         assert done.returncode == 0, f"sandbox {' '.join(command)}:\n{done.stdout}\n{done.stderr}"
     return Settings.load(env)

@@ -8,16 +8,16 @@ import uuid
 
 import pytest
 
-from sandbox.config import Settings
-from sandbox.sources import tickit
-from sandbox.sources.changes import ChangeReader, typed_row
-from sandbox.sources.mutations import Mutator
-from sandbox.sources.positions import mssql_event_position, mssql_lsn_to_int
-from sandbox.sources.registry import RegistryClient
-from sandbox.stack import source_tables
-from sandbox.stack.connectors import ConnectClient, connector_states
-from sandbox.stack.services.sqlserver import SqlServer
-from tickit_data import get_table
+from cdc_sandbox.config import Settings
+from cdc_sandbox.sources import tickit
+from cdc_sandbox.sources.changes import ChangeReader, typed_row
+from cdc_sandbox.sources.mutations import Mutator
+from cdc_sandbox.sources.positions import mssql_event_position, mssql_lsn_to_int
+from cdc_sandbox.sources.registry import RegistryClient
+from cdc_sandbox.stack import source_tables
+from cdc_sandbox.stack.connectors import ConnectClient, connector_states
+from cdc_sandbox.stack.services.sqlserver import SqlServer
+from cdc_sandbox.tickit_data import get_table
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mssql]
 

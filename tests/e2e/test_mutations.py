@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from sandbox.sources.changes import ChangeReader, typed_row
-from sandbox.sources.mutations import Change, random_value
+from cdc_sandbox.sources.changes import ChangeReader, typed_row
+from cdc_sandbox.sources.mutations import Change, random_value
 
 pytestmark = pytest.mark.e2e
 

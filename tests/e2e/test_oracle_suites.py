@@ -11,11 +11,11 @@ from decimal import Decimal
 
 import pytest
 
-from sandbox.harness.oracle import NotOneBatch
-from sandbox.harness.silver import arrow_rows
-from sandbox.sources import tickit
-from sandbox.stack import catalog
-from tickit_data.generator import table_checksum
+from cdc_sandbox.harness.oracle import NotOneBatch
+from cdc_sandbox.harness.silver import arrow_rows
+from cdc_sandbox.sources import tickit
+from cdc_sandbox.stack import catalog
+from cdc_sandbox.tickit_data.generator import table_checksum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -125,7 +125,7 @@ EDGE_TIMES = [dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59), dt
 
 
 def test_nulls_unicode_and_timestamp_edges(oracle, mutator):
-    """(Decimal edges: fixtures/scenarios/edge-values.yaml.)"""
+    """(Decimal edges: cdc_sandbox/fixtures/scenarios/edge-values.yaml.)"""
     oracle.track(["venue", "event"])
     venue_id = mutator.next_key("venue")
     mutator.insert("venue", {"venueid": venue_id, "venuename": "Théâtre 東京 🎭 e\u0301 'quoted' \\ back\tslash",

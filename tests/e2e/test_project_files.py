@@ -17,14 +17,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sandbox.config import Settings
-from sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
-from sandbox.harness.oracle import Oracle, RunStats
-from sandbox.sources.changes import ChangeReader, end_offsets
-from sandbox.sources.mutations import Mutator
-from sandbox.stack import catalog
-from sandbox.stack.connectors import ConnectClient
-from sandbox.stack.databases import connection
+from cdc_sandbox.config import Settings
+from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
+from cdc_sandbox.harness.oracle import Oracle, RunStats
+from cdc_sandbox.sources.changes import ChangeReader, end_offsets
+from cdc_sandbox.sources.mutations import Mutator
+from cdc_sandbox.stack import catalog
+from cdc_sandbox.stack.connectors import ConnectClient
+from cdc_sandbox.stack.databases import connection
 
 pytestmark = [pytest.mark.e2e]
 
@@ -52,7 +52,7 @@ def project(directory: Path, name: str, ddl: str, tables: str = "", debezium: st
 
 def run(sandbox: Settings, directory: Path, *command: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "SANDBOX_PROJECT"} | {"SANDBOX_STATE_DIR": str(sandbox.state_dir)}
-    return subprocess.run([sys.executable, "-m", "sandbox", *command], cwd=directory, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cdc_sandbox", *command], cwd=directory, env=env, capture_output=True,
                           text=True, timeout=300)
 
 

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from sandbox.stack import backends
-from sandbox.stack.connectors import connector_states
+from cdc_sandbox.stack import backends
+from cdc_sandbox.stack.connectors import connector_states
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""A team's own Hudi job under the oracle, through the job adapter (`sandbox/harness/jobs.py`): the job in
+"""A team's own Hudi job under the oracle, through the job adapter (`cdc_sandbox/harness/jobs.py`): the job in
 `examples/team_job/` (foreachBatch, Hudi's own precombine and deduplication, settings in a properties file) writes
 no commit metadata of the sandbox's, so the harness knows a round has landed from the job's checkpoint alone.
 
@@ -13,15 +13,16 @@ import random
 
 import pytest
 
-from sandbox.config import PROJECT_ROOT
-from sandbox.harness import jobs, scenario
-from sandbox.harness.verdict import OracleMismatch
+from cdc_sandbox.config import PACKAGE_DIR
+from tests import PROJECT_ROOT
+from cdc_sandbox.harness import jobs, scenario
+from cdc_sandbox.harness.verdict import OracleMismatch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 TEAM_JOB = PROJECT_ROOT / "examples" / "team_job" / "sandbox-job.yaml"
 SUBMITTED = PROJECT_ROOT / "examples" / "team_job" / "sandbox-job-submitted.yaml"
-CLOCK_SKEW = PROJECT_ROOT / "fixtures" / "scenarios" / "source-clock-skew.yaml"
+CLOCK_SKEW = PACKAGE_DIR / "fixtures" / "scenarios" / "source-clock-skew.yaml"
 
 
 @pytest.mark.parametrize("ordering", ["source_ts_ms", "source_sequence"])

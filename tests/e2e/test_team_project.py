@@ -15,11 +15,12 @@ from decimal import Decimal
 
 import pytest
 
-from sandbox.config import PROJECT_ROOT, Settings
-from sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
-from sandbox.harness.oracle import Oracle, RunStats
-from sandbox.harness.verdict import DuplicateKeys, OracleMismatch, WrongTypes
-from sandbox.sources.mutations import Mutator
+from cdc_sandbox.config import Settings
+from tests import PROJECT_ROOT
+from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
+from cdc_sandbox.harness.oracle import Oracle, RunStats
+from cdc_sandbox.harness.verdict import DuplicateKeys, OracleMismatch, WrongTypes
+from cdc_sandbox.sources.mutations import Mutator
 from tests.broken_variants import VARIANTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -29,7 +30,7 @@ NEW_YORK = "America/New_York"
 
 
 def _cli(directory, env, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sandbox", *args], cwd=directory, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cdc_sandbox", *args], cwd=directory, env=env, capture_output=True,
                           text=True, timeout=600)
 
 

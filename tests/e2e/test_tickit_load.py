@@ -11,11 +11,11 @@ import port_for
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from sandbox.errors import SandboxError
-from sandbox.sources import tickit
-from sandbox.stack import catalog, databases
-from sandbox.wait import wait_until
-from tickit_data import ORIGINAL_ROW_COUNTS, TABLES, iter_table_rows
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.sources import tickit
+from cdc_sandbox.stack import catalog, databases
+from cdc_sandbox.wait import wait_until
+from cdc_sandbox.tickit_data import ORIGINAL_ROW_COUNTS, TABLES, iter_table_rows
 
 pytestmark = pytest.mark.e2e
 
@@ -134,7 +134,7 @@ def test_malformed_line_stops_the_load_and_keeps_loaded_tables(sandbox, tmp_path
 def test_download_offline_says_so_and_suggests_the_generator(sandbox):
     closed_port = port_for.select_random()
     env = {**sandbox.env, "SANDBOX_TICKIT_URL": f"http://127.0.0.1:{closed_port}/tickitdb.zip"}
-    result = subprocess.run([sys.executable, "-m", "sandbox", "load", "--download"], env=env,
+    result = subprocess.run([sys.executable, "-m", "cdc_sandbox", "load", "--download"], env=env,
                             capture_output=True, text=True, timeout=120)
     output = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1

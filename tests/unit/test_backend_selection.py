@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.config import Settings
-from sandbox.errors import SandboxError
-from sandbox.stack.backends.select import choose, docker_engine
+from cdc_sandbox.config import Settings
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.stack.backends.select import choose, docker_engine
 
 SANDBOX = Path(sys.executable).parent / "sandbox"
 

@@ -9,10 +9,10 @@ import socket
 
 import pytest
 
-from sandbox.config import Settings
-from sandbox.errors import SandboxError
-from sandbox.stack import backends
-from sandbox.stack.backends import Backend, compose, native
+from cdc_sandbox.config import Settings
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.stack import backends
+from cdc_sandbox.stack.backends import Backend, compose, native
 
 PROTOCOL = [name for name, member in vars(Backend).items() if inspect.isfunction(member) and not name.startswith("_")]
 

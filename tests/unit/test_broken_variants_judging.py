@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.harness.scenario import ExpectationUnmet
+from cdc_sandbox.harness.scenario import ExpectationUnmet
 from tests.broken_variants import Judgement, is_verdict, judge, matrix, outcomes, verdict_line
 
 JUNIT = Path(__file__).parent / "fixtures" / "junit"
@@ -38,9 +38,9 @@ def test_a_run_where_every_test_passes_is_not_caught(baseline):
 
 @pytest.mark.parametrize("report, reason", [
     ("setup_error", "1 test(s) failed for another reason, e.g. binlog-column-added (error: failed on setup with "
-                    "\"sandbox.errors.SandboxError: the baseline lake could not catch up"),
+                    "\"cdc_sandbox.errors.SandboxError: the baseline lake could not catch up"),
     ("sandbox_down", "2 test(s) failed for another reason"),
-    ("timeout", "(failed: sandbox.harness.scenario.ScenarioError: fixtures/scenarios/binlog-column-added.yaml:12: check "
+    ("timeout", "(failed: cdc_sandbox.harness.scenario.ScenarioError: cdc_sandbox/fixtures/scenarios/binlog-column-added.yaml:12: check "
                 "failed: timed out after 120 s"),
 ], ids=["setup error", "sandbox down", "time-out"])
 def test_an_error_of_the_harness_is_not_judged(baseline, report, reason):
@@ -73,10 +73,10 @@ def test_outcomes_tell_verdicts_from_other_failures_and_errors():
 
 
 @pytest.mark.parametrize("kind, verdict", [
-    ("sandbox.harness.verdict.OracleMismatch", True), ("sandbox.harness.verdict.WrongTypes", True),
-    ("sandbox.harness.oracle.NotOneBatch", True),
-    ("sandbox.harness.pipeline.SilverBehind", True), (f"sandbox.harness.scenario.{ExpectationUnmet.__name__}", True),
-    ("AssertionError", False), ("Failed", False), ("sandbox.errors.SandboxError", False),
+    ("cdc_sandbox.harness.verdict.OracleMismatch", True), ("cdc_sandbox.harness.verdict.WrongTypes", True),
+    ("cdc_sandbox.harness.oracle.NotOneBatch", True),
+    ("cdc_sandbox.harness.pipeline.SilverBehind", True), (f"cdc_sandbox.harness.scenario.{ExpectationUnmet.__name__}", True),
+    ("AssertionError", False), ("Failed", False), ("cdc_sandbox.errors.SandboxError", False),
     ("pyspark.errors.exceptions.captured.StreamingQueryException", False), ("no.such.module.Error", False),
 ])
 def test_only_the_oracles_findings_are_verdicts(kind, verdict):
@@ -101,10 +101,10 @@ def test_the_matrix_marks_each_catch_and_numbers_the_catching_tests():
 
 
 def test_a_variant_that_needs_a_column_kind_the_project_lacks_says_so(tmp_path):
-    from sandbox.config import Settings
-    from sandbox.schema import BIGINT, STR, Column, Table
+    from cdc_sandbox.config import Settings
+    from cdc_sandbox.schema import BIGINT, STR, Column, Table
     from tests.broken_variants import unmet_need
-    from tickit_data import TABLES
+    from cdc_sandbox.tickit_data import TABLES
 
     tickit = Settings.load({"SANDBOX_STATE_DIR": str(tmp_path), "SANDBOX_BACKEND": "native"})
     assert all(unmet_need(variant, tickit, list(TABLES)) == "" for variant in

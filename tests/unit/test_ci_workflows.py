@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sandbox import starter
-from sandbox.config import PROJECT_ROOT, user_cache_dir
+from cdc_sandbox import starter
+from cdc_sandbox.config import PACKAGE_DIR, user_cache_dir
+from tests import PROJECT_ROOT
 from tests import ci_linters, full_suite
 
 WORKFLOWS = PROJECT_ROOT / ".github" / "workflows"
@@ -58,13 +59,13 @@ def test_each_workflow_runs_the_ci_entry_point_on_its_backend_and_keeps_the_repo
 def test_the_compose_workflow_saves_every_image_the_compose_file_names():
     steps = workflow("compose.yml")["jobs"]["test"]["steps"]
     cache = next(step for step in steps if step.get("id") == "images")
-    assert "hashFiles('compose/docker-compose.yml')" in cache["with"]["key"]
+    assert "hashFiles('cdc_sandbox/compose/docker-compose.yml')" in cache["with"]["key"]
     pull = next(step for step in steps if "docker save" in step.get("run", ""))
-    listed = subprocess.run(["bash", "-c", "awk '$1 == \"image:\" {print $2}' compose/docker-compose.yml"],
+    listed = subprocess.run(["bash", "-c", "awk '$1 == \"image:\" {print $2}' cdc_sandbox/compose/docker-compose.yml"],
                             capture_output=True, text=True, cwd=PROJECT_ROOT, check=True).stdout.split()
-    compose = yaml.safe_load((PROJECT_ROOT / "compose" / "docker-compose.yml").read_text())
+    compose = yaml.safe_load((PACKAGE_DIR / "compose" / "docker-compose.yml").read_text())
     assert sorted(listed) == sorted(s["image"] for s in compose["services"].values() if "image" in s)
-    assert "awk '$1 == \"image:\" {print $2}' compose/docker-compose.yml" in pull["run"]
+    assert "awk '$1 == \"image:\" {print $2}' cdc_sandbox/compose/docker-compose.yml" in pull["run"]
 
 
 def test_gitlab_ci_local_validates_the_gitlab_file_and_lists_both_jobs(gitlab_ci_local, tmp_path):

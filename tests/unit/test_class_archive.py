@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pyspark
 
-from sandbox.config import Settings
-from sandbox.harness import class_archive
-from sandbox.stack import jvm
-from spark_jobs.job_config import JobConfig
+from cdc_sandbox.config import Settings
+from cdc_sandbox.harness import class_archive
+from cdc_sandbox.stack import jvm
+from cdc_sandbox.spark_jobs.job_config import JobConfig
 
 
 def settings_in(tmp_path) -> Settings:

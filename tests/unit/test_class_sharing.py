@@ -5,10 +5,10 @@ import os
 import subprocess
 import zipfile
 
-from sandbox.config import Settings
-from sandbox.stack import class_sharing, jvm
-from sandbox.stack.class_sharing import ServiceArchive
-from sandbox.stack.services.apicurio import Apicurio
+from cdc_sandbox.config import Settings
+from cdc_sandbox.stack import class_sharing, jvm
+from cdc_sandbox.stack.class_sharing import ServiceArchive
+from cdc_sandbox.stack.services.apicurio import Apicurio
 
 
 def settings_in(tmp_path) -> Settings:

@@ -12,15 +12,15 @@ import sys
 import click
 import typer.main
 
-from sandbox.cli import app
-from sandbox.config import Settings
-from sandbox.stack.connection_env import connection_env
+from cdc_sandbox.cli import app
+from cdc_sandbox.config import Settings
+from cdc_sandbox.stack.connection_env import connection_env
 
 
 def cli(tmp_path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "SANDBOX_STATE_DIR": str(tmp_path / "state"), "SANDBOX_BACKEND": "native"}
     env.pop("SANDBOX_PROJECT", None)
-    return subprocess.run([sys.executable, "-m", "sandbox", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "cdc_sandbox", *args], capture_output=True, text=True, env=env,
                           timeout=120, cwd=tmp_path)
 
 

@@ -13,16 +13,16 @@ from pathlib import PurePosixPath
 import pytest
 import yaml
 
-from sandbox.config import DEFAULT_PORTS, PROJECT_ROOT, Settings
-from sandbox.stack import jvm
-from sandbox.stack.backends import compose, native
-from sandbox.stack.backends.compose_cli import binary_path, ensure_compose_cli
-from sandbox.stack.connectors import connector_config, native_view
-from sandbox.stack.install import LOCALSTACK_REQUIREMENTS
-from sandbox.stack.services.connect import KafkaConnect
-from sandbox.stack.services.metastore import schema_dir
+from cdc_sandbox.config import DEFAULT_PORTS, PACKAGE_DIR, Settings
+from cdc_sandbox.stack import jvm
+from cdc_sandbox.stack.backends import compose, native
+from cdc_sandbox.stack.backends.compose_cli import binary_path, ensure_compose_cli
+from cdc_sandbox.stack.connectors import connector_config, native_view
+from cdc_sandbox.stack.install import LOCALSTACK_REQUIREMENTS
+from cdc_sandbox.stack.services.connect import KafkaConnect
+from cdc_sandbox.stack.services.metastore import schema_dir
 
-POM = PROJECT_ROOT / "sandbox" / "stack" / "jvm" / "pom.xml"
+POM = PACKAGE_DIR / "stack" / "jvm" / "pom.xml"
 DSN = "mssql://sa:Secret-Pass1@mssql.example:1433/tickit"
 
 
@@ -231,7 +231,7 @@ def test_topics_and_topology_match(native_settings, compose_settings):
 def test_the_sql_server_container_runs_the_generated_init_script(compose_binary, compose_settings):
     mssql = rendered(compose_binary, compose_settings)["services"]["mssql"]
     mounts = {volume["target"]: volume["source"] for volume in mssql["volumes"]}
-    assert mounts["/sandbox/init.sql"] == str(PROJECT_ROOT / "fixtures" / "sql" / "sqlserver" / "init.sql")
+    assert mounts["/sandbox/init.sql"] == str(PACKAGE_DIR / "fixtures" / "sql" / "sqlserver" / "init.sql")
     assert mssql["environment"]["MSSQL_AGENT_ENABLED"] == "true"
     assert mssql["environment"]["CAPTURE_USER"] == "debezium"
 
@@ -259,7 +259,7 @@ def test_localstack_journals_s3_into_the_sandbox_state_as_natively(compose_binar
     assert mounts[journal] == str(compose_settings.data_dir("localstack") / "journal")
     script = mounts["/etc/localstack/init/start.d/s3-journal.py"]
     assert script == str(compose.COMPOSE_DIR / "localstack" / "s3-journal.py")
-    package = PROJECT_ROOT / "sandbox" / "stack" / "services" / "s3_journal" / "sandbox_s3_journal"
+    package = PACKAGE_DIR / "stack" / "services" / "s3_journal" / "sandbox_s3_journal"
     assert mounts["/opt/sandbox/sandbox_s3_journal"] == str(package)
     assert "from sandbox_s3_journal import install_journal" in (compose.COMPOSE_DIR / "localstack" / "s3-journal.py").read_text()
     assert localstack["environment"]["SANDBOX_S3_JOURNAL_OWNER"] == f"{os.getuid()}:{os.getgid()}"
@@ -297,7 +297,7 @@ PASSWORD_ARGUMENT = re.compile(r"""(?:\s-p|\s-P|--password)[ =]?["']?\$+\{?\w*PA
 
 def test_no_password_is_put_on_a_command_line(compose_binary, compose_settings):
     """Any local user can read a process's arguments: passwords reach commands through files or the environment."""
-    scripts = [compose.COMPOSE_FILE, *sorted((PROJECT_ROOT / "compose").rglob("*.sh"))]
+    scripts = [compose.COMPOSE_FILE, *sorted((PACKAGE_DIR / "compose").rglob("*.sh"))]
     for script in scripts:
         for line in script.read_text().splitlines():
             assert not PASSWORD_ARGUMENT.search(line), f"{script.name}: a password as an argument: {line.strip()}"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sandbox.errors import SandboxError
-from sandbox.stack.connectors import ConnectClient
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.stack.connectors import ConnectClient
 from tests.unit.http_fake import serve
 
 
@@ -80,8 +80,8 @@ class Registered:
 def test_up_puts_a_connector_config_only_when_it_differs_from_the_registered_one(registered, puts, monkeypatch,
                                                                                  tmp_path):
     """Connect restarts a connector whose config is put again, even unchanged: `up` would pause capture."""
-    from sandbox.config import Settings
-    from sandbox.stack import connectors
+    from cdc_sandbox.config import Settings
+    from cdc_sandbox.stack import connectors
 
     fake = Registered(registered)
     settings = Settings.load({"SANDBOX_CONNECT_PORT": str(fake.server.server_port), "SANDBOX_BACKEND": "native",

@@ -8,9 +8,9 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from sandbox.harness.silver import Shape, deleted_rows
-from sandbox.harness.verdict import deleted_row_problems
-from tickit_data.schema import get_table
+from cdc_sandbox.harness.silver import Shape, deleted_rows
+from cdc_sandbox.harness.verdict import deleted_row_problems
+from cdc_sandbox.tickit_data.schema import get_table
 
 CATEGORY = Shape(get_table("category"))
 SALE = Shape(get_table("sale"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from sandbox.config import PROJECT_ROOT
+from tests import PROJECT_ROOT
 from tests import full_suite
 
 

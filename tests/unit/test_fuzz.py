@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from sandbox.harness import fuzz
-from sandbox.harness.scenario import ScenarioError
-from tickit_data.ddl import MYSQL, POSTGRES
-from tickit_data.schema import get_table
-from sandbox.schema import INTEGER_RANGES
+from cdc_sandbox.harness import fuzz
+from cdc_sandbox.harness.scenario import ScenarioError
+from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES
+from cdc_sandbox.tickit_data.schema import get_table
+from cdc_sandbox.schema import INTEGER_RANGES
 
 SOURCES = {"category": POSTGRES, "venue": POSTGRES, "event": POSTGRES, "user": POSTGRES,
            "date": MYSQL, "listing": MYSQL, "sale": MYSQL}
@@ -153,7 +153,7 @@ def test_a_time_budget_is_spent_by_the_clock_and_an_example_budget_by_count():
 
 def test_examples_on_a_projects_tables_use_keys_of_any_shape_and_values_of_every_type():
     """A composite text-and-integer key and the types teams have: the drawn scenario validates against them."""
-    from sandbox.schema import BYTES, DECIMAL, JSON, NUMBER, STR, TIMESTAMPTZ, UUID, Column, Table
+    from cdc_sandbox.schema import BYTES, DECIMAL, JSON, NUMBER, STR, TIMESTAMPTZ, UUID, Column, Table
 
     accounts = Table("accounts", (Column("tenant", STR, nullable=False, max_length=20),
                                   Column("account_no", "int", nullable=False),

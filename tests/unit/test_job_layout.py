@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 
-from sandbox.harness.lake_branch import layout_is_current, layout_marker
-from spark_jobs.cdc_hudi_job import BUCKETS_KEY, hudi_options, written_with_buckets
-from spark_jobs.decode import POSITION_LAYOUT
-from spark_jobs.job_config import JobConfig, TableSpec
+from cdc_sandbox.harness.lake_branch import layout_is_current, layout_marker
+from cdc_sandbox.spark_jobs.cdc_hudi_job import BUCKETS_KEY, hudi_options, written_with_buckets
+from cdc_sandbox.spark_jobs.decode import POSITION_LAYOUT
+from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 
 BUCKETED_BASE = "00000000-7dfb-499b-83a5-d37dd9bb5a47-0_0-93-504_20261123211010476.parquet"
 BUCKETED_LOG = ".00000001-7dfb-499b-83a5-d37dd9bb5a47-0_20261123211010476.log.1_0-10-20"

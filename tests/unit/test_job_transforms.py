@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.sources.changes import from_epoch
-from spark_jobs.avro_schema import epoch_fields
+from cdc_sandbox.sources.changes import from_epoch
+from cdc_sandbox.spark_jobs.avro_schema import epoch_fields
 
 # In a process of its own: PySpark fixes the JVM's classpath at the first session, and the end-to-end suites in this
 # process need one started with the job's jars.
@@ -21,9 +21,9 @@ import datetime as dt, json, os, sys, time
 os.environ["TZ"] = "UTC"
 time.tzset()
 from pyspark.sql import SparkSession
-from spark_jobs.cdc_hudi_job import latest_per_key
-from spark_jobs.decode import decode, with_source_types
-from spark_jobs.job_config import TableSpec
+from cdc_sandbox.spark_jobs.cdc_hudi_job import latest_per_key
+from cdc_sandbox.spark_jobs.decode import decode, with_source_types
+from cdc_sandbox.spark_jobs.job_config import TableSpec
 
 given = json.load(sys.stdin)
 spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\

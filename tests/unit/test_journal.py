@@ -6,7 +6,7 @@ import datetime as dt
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
-from sandbox.sources.mutations import Change, Journal
+from cdc_sandbox.sources.mutations import Change, Journal
 
 
 def change(seq: int, **values) -> Change:

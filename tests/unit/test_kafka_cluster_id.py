@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sandbox.stack.services.kafka import cluster_id
+from cdc_sandbox.stack.services.kafka import cluster_id
 
 
 def test_cluster_ids_are_url_safe_uuids_that_never_begin_with_a_dash():

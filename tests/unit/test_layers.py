@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.config import PROJECT_ROOT
+from cdc_sandbox.config import PACKAGE_DIR
 
-LAYERS = {"core": 0, "stack": 1, "sources": 2, "harness": 3, "bench": 4, "cli": 4}
-CORE = {"sandbox", "sandbox.config", "sandbox.debezium_settings", "sandbox.errors", "sandbox.schema", "sandbox.wait"}
+LAYERS = {"core": 0, "spark_jobs": 0, "tickit_data": 0, "stack": 1, "sources": 2, "harness": 3, "bench": 4, "cli": 4}
+CORE = {"cdc_sandbox", "cdc_sandbox.config", "cdc_sandbox.debezium_settings", "cdc_sandbox.errors", "cdc_sandbox.schema", "cdc_sandbox.wait"}
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(PROJECT_ROOT).with_suffix("").parts
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -30,8 +30,8 @@ def sandbox_imports(path: Path, known: set[str]) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.startswith("sandbox")}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sandbox"):
+            found |= {alias.name for alias in node.names if alias.name.startswith("cdc_sandbox")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cdc_sandbox"):
             submodules = {f"{node.module}.{alias.name}" for alias in node.names} & known
             found |= submodules or {node.module}
     return {name for name in found if name in known}
@@ -39,7 +39,7 @@ def sandbox_imports(path: Path, known: set[str]) -> set[str]:
 
 @pytest.fixture(scope="module")
 def graph() -> dict[str, set[str]]:
-    files = {module_name(path): path for path in (PROJECT_ROOT / "sandbox").rglob("*.py")
+    files = {module_name(path): path for path in PACKAGE_DIR.rglob("*.py")
              if "s3_journal" not in path.parts}  # LocalStack's hook runs inside LocalStack, not the package
     return {name: sandbox_imports(path, set(files)) - {name} for name, path in files.items()}
 
@@ -74,8 +74,9 @@ def test_no_import_cycle(graph):
 def test_the_job_and_the_schema_stand_alone():
     """The Spark job runs under spark-submit without the harness; TICKIT is plain data over the schema module."""
     for package in ("spark_jobs", "tickit_data"):
-        for path in (PROJECT_ROOT / package).rglob("*.py"):
-            text = path.read_text()
-            imports = [line for line in text.splitlines() if line.startswith(("import sandbox", "from sandbox"))]
-            allowed = ["from sandbox.schema import"] if package == "tickit_data" else []
-            assert all(line.startswith(tuple(allowed)) for line in imports) if allowed else not imports, path
+        own = (f"from cdc_sandbox.{package}.", f"from cdc_sandbox.{package} import", f"import cdc_sandbox.{package}")
+        allowed = (*own, "from cdc_sandbox.schema import") if package == "tickit_data" else own
+        for path in (PACKAGE_DIR / package).rglob("*.py"):
+            imports = [line for line in path.read_text().splitlines()
+                       if line.startswith(("import cdc_sandbox", "from cdc_sandbox"))]
+            assert all(line.startswith(allowed) for line in imports), path

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from sandbox.stack.services import mariadb
-from sandbox.stack.services.mariadb import MariaDB
+from cdc_sandbox.stack.services import mariadb
+from cdc_sandbox.stack.services.mariadb import MariaDB
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="hands files to another account: needs root")
 

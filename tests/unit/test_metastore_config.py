@@ -5,11 +5,11 @@ from __future__ import annotations
 import stat
 import xml.etree.ElementTree as ET
 
-from sandbox.config import Settings
-from sandbox.harness.catalog_sql import Result, as_json, statements
-from sandbox.stack.backends import compose
-from sandbox.stack.credentials import login
-from sandbox.stack.services.metastore import Metastore, site_properties, write_site
+from cdc_sandbox.config import Settings
+from cdc_sandbox.harness.catalog_sql import Result, as_json, statements
+from cdc_sandbox.stack.backends import compose
+from cdc_sandbox.stack.credentials import login
+from cdc_sandbox.stack.services.metastore import Metastore, site_properties, write_site
 
 
 def site(conf_dir) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Source positions: the harness's own parsing and folding (`sandbox.sources.positions`), their order across binlog
+"""Source positions: the harness's own parsing and folding (`cdc_sandbox.sources.positions`), their order across binlog
 rotations and file numbers a long could not hold, the same folds computed by the job in Spark, and the position
 each commit records, read back by the harness."""
 
@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import fastavro
 
-from sandbox.harness.timeline import MAX_POSITION_KEY, Commit, commit_of
-from sandbox.sources.positions import (
+from cdc_sandbox.harness.timeline import MAX_POSITION_KEY, Commit, commit_of
+from cdc_sandbox.sources.positions import (
     binlog_file_number,
     binlog_position,
     event_position,
@@ -24,8 +24,8 @@ from sandbox.sources.positions import (
     position_floor,
     position_in,
 )
-from spark_jobs.cdc_hudi_job import hudi_options
-from spark_jobs.job_config import JobConfig, TableSpec
+from cdc_sandbox.spark_jobs.cdc_hudi_job import hudi_options
+from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 
 LONG_MAX = 2**63 - 1
 FILE_NUMBERS = [1, 92_233, 92_234, 999_999, 1_000_000, 2_147_483_647]  # 92,234 * 10^14 no longer fits a long
@@ -136,7 +136,7 @@ EVENTS = {
 SPARK_FOLD = """
 import json, sys
 from pyspark.sql import SparkSession, functions as F
-from spark_jobs.decode import source_position
+from cdc_sandbox.spark_jobs.decode import source_position
 spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
     .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1").getOrCreate()
 given, folded = json.load(sys.stdin), {}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import stat
 
-from sandbox.config import Settings
-from sandbox.sources.mutations import Change, Journal
-from sandbox.stack.credentials import ensure_credentials
+from cdc_sandbox.config import Settings
+from cdc_sandbox.sources.mutations import Change, Journal
+from cdc_sandbox.stack.credentials import ensure_credentials
 
 
 def mode(path) -> int:

@@ -12,18 +12,19 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from sandbox import debezium_settings
-from sandbox.config import PROJECT_ROOT, Settings, load_topology, project_file
-from sandbox.errors import SandboxError
-from sandbox.harness.silver import arrow_type
-from sandbox.schema import BIGINT, BOOL, BYTES, DECIMAL, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table
-from sandbox.sources.mutations import random_value, same_key
-from sandbox.sources.normalize import normalize_row
-from sandbox.stack.catalog import as_carried, logical_column
-from sandbox.stack.connectors import connector_config, server_id
-from sandbox.stack.project_ddl import statements
-from spark_jobs.cdc_hudi_job import hudi_options
-from spark_jobs.job_config import JobConfig, TableSpec
+from cdc_sandbox import debezium_settings
+from cdc_sandbox.config import Settings, load_topology, project_file
+from tests import PROJECT_ROOT
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.harness.silver import arrow_type
+from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DECIMAL, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table
+from cdc_sandbox.sources.mutations import random_value, same_key
+from cdc_sandbox.sources.normalize import normalize_row
+from cdc_sandbox.stack.catalog import as_carried, logical_column
+from cdc_sandbox.stack.connectors import connector_config, server_id
+from cdc_sandbox.stack.project_ddl import statements
+from cdc_sandbox.spark_jobs.cdc_hudi_job import hudi_options
+from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 
 EXAMPLE = PROJECT_ROOT / "examples" / "team_project"
 
@@ -222,7 +223,7 @@ def test_a_table_spec_round_trips_its_silver_settings_and_they_become_hudi_optio
 
 
 def test_a_read_at_some_keys_of_a_composite_key_holds_those_keys_alone():
-    from sandbox.harness.silver import Shape, arrow_rows
+    from cdc_sandbox.harness.silver import Shape, arrow_rows
 
     shape = Shape(Table("accounts", (Column("tenant", STR), Column("no", "int"), Column("owner", STR)),
                         ("tenant", "no")))
@@ -233,8 +234,8 @@ def test_a_read_at_some_keys_of_a_composite_key_holds_those_keys_alone():
 
 
 def test_a_silver_date_python_cannot_hold_is_reported_as_a_difference_not_a_crash():
-    from sandbox.harness.silver import Shape, arrow_rows
-    from sandbox.schema import DATE
+    from cdc_sandbox.harness.silver import Shape, arrow_rows
+    from cdc_sandbox.schema import DATE
 
     shape = Shape(Table("shipments", (Column("id", "int"), Column("day", DATE)), ("id",)))
     batch = pa.record_batch({"id": [1], "day": pa.array([-719163 - 1], pa.date32()), "__deleted": ["false"],

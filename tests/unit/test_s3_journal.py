@@ -9,13 +9,13 @@ import subprocess
 
 import pytest
 
-from sandbox.config import PROJECT_ROOT, Settings
-from sandbox.errors import SandboxError
-from sandbox.stack import install
-from sandbox.stack.services import bucket_snapshot
-from sandbox.stack.services.bucket_snapshot import SavedObject
+from cdc_sandbox.config import PACKAGE_DIR, Settings
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.stack import install
+from cdc_sandbox.stack.services import bucket_snapshot
+from cdc_sandbox.stack.services.bucket_snapshot import SavedObject
 
-JOURNAL_PACKAGE = PROJECT_ROOT / "sandbox" / "stack" / "services" / "s3_journal" / "sandbox_s3_journal"
+JOURNAL_PACKAGE = PACKAGE_DIR / "stack" / "services" / "s3_journal" / "sandbox_s3_journal"
 
 
 def put(key: str, etag: str = "e1", size: int = 1) -> dict:

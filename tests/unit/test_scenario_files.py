@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.config import PROJECT_ROOT, Settings
-from sandbox.harness import scenario
+from cdc_sandbox.config import PACKAGE_DIR, Settings
+from tests import PROJECT_ROOT
+from cdc_sandbox.harness import scenario
 
 pytest_plugins = ["pytester"]
 
-SHIPPED = sorted((PROJECT_ROOT / "fixtures" / "scenarios").glob("*.yaml"))
+SHIPPED = sorted((PACKAGE_DIR / "fixtures" / "scenarios").glob("*.yaml"))
 GOOD = """\
 name: ok
 tables: [category]
@@ -78,7 +79,7 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
     (GOOD.replace("set: {catdesc: x}", "set: {catdesc: 5}"), 5, "category.catdesc is str, not 5"),
     (GOOD.replace("tables: [category]", "tables: [category]\nsource: oracle"), 3, "unknown source 'oracle'"),
     (GOOD.replace("tables: [category]", "tables: [category]\nsource: mssql"), 3,
-     "category not on source 'mssql' in fixtures/topology.yaml"),
+     "category not on source 'mssql' in cdc_sandbox/fixtures/topology.yaml"),
 ])
 def test_a_malformed_scenario_names_file_line_and_reason(tmp_path, text, line, reason):
     path = tmp_path / "broken.yaml"
@@ -93,7 +94,7 @@ def test_a_malformed_scenario_names_file_line_and_reason(tmp_path, text, line, r
 def test_cli_validate_reports_the_problem_and_fails(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(GOOD.replace("- check: end", "- wait: 5"))
-    result = subprocess.run([sys.executable, "-m", "sandbox.cli", "scenario", "validate", str(SHIPPED[0]), str(bad)],
+    result = subprocess.run([sys.executable, "-m", "cdc_sandbox.cli", "scenario", "validate", str(SHIPPED[0]), str(bad)],
                             capture_output=True, text=True, cwd=PROJECT_ROOT, env={**os.environ, "COLUMNS": "400"})
     assert result.returncode == 1
     assert f"ok {SHIPPED[0]}" in result.stdout.replace("\n", " ")
@@ -127,7 +128,7 @@ def test_a_scenario_bound_to_a_source_runs_only_where_that_source_holds_its_tabl
 
 
 def test_cli_run_with_a_missing_job_file_says_so_and_runs_nothing(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "sandbox.cli", "scenario", "run", str(SHIPPED[0]), "--job",
+    result = subprocess.run([sys.executable, "-m", "cdc_sandbox.cli", "scenario", "run", str(SHIPPED[0]), "--job",
                              str(tmp_path / "no-job.yaml")], capture_output=True, text=True, cwd=PROJECT_ROOT,
                             env={**os.environ, "COLUMNS": "400", "SANDBOX_STATE_DIR": str(tmp_path)})
     assert result.returncode == 1

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from spark_jobs.decode import RegistryUnavailable, SchemaCache
+from cdc_sandbox.spark_jobs.decode import RegistryUnavailable, SchemaCache
 from tests.unit.http_fake import serve
 
 QUICK = (0.01, 0.01, 0.01)

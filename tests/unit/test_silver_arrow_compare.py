@@ -9,9 +9,9 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from sandbox.harness.silver import NotComparableAsArrow, Shape, arrow_rows, live_table
-from sandbox.harness.verdict import equal_as_arrow
-from tickit_data.schema import get_table
+from cdc_sandbox.harness.silver import NotComparableAsArrow, Shape, arrow_rows, live_table
+from cdc_sandbox.harness.verdict import equal_as_arrow
+from cdc_sandbox.tickit_data.schema import get_table
 
 DATE = Shape(get_table("date"))
 SALE = Shape(get_table("sale"))

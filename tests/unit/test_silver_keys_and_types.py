@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from sandbox.harness.silver import Shape, arrow_type, duplicate_keys, wrong_types
-from tickit_data.ddl import MYSQL, POSTGRES
-from tickit_data.schema import get_table
+from cdc_sandbox.harness.silver import Shape, arrow_type, duplicate_keys, wrong_types
+from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES
+from cdc_sandbox.tickit_data.schema import get_table
 
 CATEGORY = Shape(get_table("category"))
 SALE = Shape(get_table("sale"))

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.harness import scenario
-from sandbox.harness.oracle import Oracle
-from sandbox.harness.silver import Shape
-from sandbox.harness.verdict import deleted_row_problems
-from sandbox.sources.changes import flattened
-from sandbox.sources.mutations import Change
-from spark_jobs.avro_schema import is_envelope
-from spark_jobs.failures import cause_line
-from tickit_data.schema import get_table
+from cdc_sandbox.harness import scenario
+from cdc_sandbox.harness.oracle import Oracle
+from cdc_sandbox.harness.silver import Shape
+from cdc_sandbox.harness.verdict import deleted_row_problems
+from cdc_sandbox.sources.changes import flattened
+from cdc_sandbox.sources.mutations import Change
+from cdc_sandbox.spark_jobs.avro_schema import is_envelope
+from cdc_sandbox.spark_jobs.failures import cause_line
+from cdc_sandbox.tickit_data.schema import get_table
 
 CATEGORY = Shape(get_table("category"))
 
@@ -138,8 +138,8 @@ Caused by: org.apache.hudi.exception.MissingSchemaFieldException: Schema validat
      "[READ_ANCIENT_DATETIME] reading dates", "org.apache.spark.SparkUpgradeException: [READ_ANCIENT_DATETIME] "
                                              "reading dates"),
     ("Query terminated\nTraceback (most recent call last):\n  File \"decode.py\", line 9, in get\n"
-     "spark_jobs.decode.RegistryUnavailable: the schema registry did not answer\n",
-     "spark_jobs.decode.RegistryUnavailable: the schema registry did not answer"),
+     "cdc_sandbox.spark_jobs.decode.RegistryUnavailable: the schema registry did not answer\n",
+     "cdc_sandbox.spark_jobs.decode.RegistryUnavailable: the schema registry did not answer"),
     (RuntimeError("the job's own words"), "the job's own words"),
 ])
 def test_a_failure_is_named_by_its_innermost_cause_in_one_line(failure, cause):
@@ -147,7 +147,7 @@ def test_a_failure_is_named_by_its_innermost_cause_in_one_line(failure, cause):
 
 
 def test_a_reader_failure_is_told_from_the_harnesss_own():
-    from sandbox.harness.oracle import _from_a_reader
+    from cdc_sandbox.harness.oracle import _from_a_reader
 
     assert not _from_a_reader(ValueError("a harness bug"))
     assert _from_a_reader(type("HudiCoreError", (Exception,), {})("storage error"))

@@ -7,23 +7,23 @@ import re
 
 import pytest
 
-from sandbox.config import TOPOLOGY_FILE, Settings, load_topology, parse_dsn
-from sandbox.errors import SandboxError
-from sandbox.harness import job
-from sandbox.stack.connectors import connector_config
-from sandbox.stack.services.sqlserver_cdc import (
+from cdc_sandbox.config import TOPOLOGY_FILE, Settings, load_topology, parse_dsn
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.harness import job
+from cdc_sandbox.stack.connectors import connector_config
+from cdc_sandbox.stack.services.sqlserver_cdc import (
     INIT_SCRIPT_FILE,
     init_script,
     split_batches,
     substitute_variables,
 )
-from tickit_data import get_table
+from cdc_sandbox.tickit_data import get_table
 
 DSN = "mssql://cdc%40admin:p%40ss%3Aword-1A@sql.example:14330/tickit"
 
 
 def test_the_committed_script_is_the_generated_one():
-    assert INIT_SCRIPT_FILE.read_text() == init_script(), "regenerate it: sandbox.stack.services.sqlserver_cdc.init_script()"
+    assert INIT_SCRIPT_FILE.read_text() == init_script(), "regenerate it: cdc_sandbox.stack.services.sqlserver_cdc.init_script()"
 
 
 def batches() -> list[str]:

@@ -1,4 +1,4 @@
-"""compose/sqlserver/entrypoint.sh run for real, in a mount namespace whose /opt holds the image's layout with a
+"""cdc_sandbox/compose/sqlserver/entrypoint.sh run for real, in a mount namespace whose /opt holds the image's layout with a
 stand-in sqlservr and sqlcmd: it finds whichever sqlcmd the image ships, and hands `docker stop`'s SIGTERM on."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import subprocess
 
 import pytest
 
-from sandbox.config import PROJECT_ROOT
-from sandbox.wait import wait_until
+from cdc_sandbox.config import PACKAGE_DIR
+from cdc_sandbox.wait import wait_until
 
-ENTRYPOINT = PROJECT_ROOT / "compose" / "sqlserver" / "entrypoint.sh"
+ENTRYPOINT = PACKAGE_DIR / "compose" / "sqlserver" / "entrypoint.sh"
 SERVER = """#!/bin/bash
 trap 'echo "stopped by TERM" > "$MARKS/server"; exit 0' TERM
 echo started > "$MARKS/server"

@@ -6,12 +6,12 @@ import struct
 
 import pytest
 
-from sandbox.config import Settings
-from sandbox.errors import SandboxError
-from sandbox.sources.registry import WireFormatError, frame_global_id
-from sandbox.stack import install, jvm
-from sandbox.stack.connectors import connector_config, render
-from sandbox.stack.jvm import unresolved_artifacts
+from cdc_sandbox.config import Settings
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.sources.registry import WireFormatError, frame_global_id
+from cdc_sandbox.stack import install, jvm
+from cdc_sandbox.stack.connectors import connector_config, render
+from cdc_sandbox.stack.jvm import unresolved_artifacts
 
 
 @pytest.fixture

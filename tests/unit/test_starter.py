@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from sandbox import starter
-from sandbox.config import Settings, load_topology
+from cdc_sandbox import starter
+from cdc_sandbox.config import Settings, load_topology
 
 
 def init(directory) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sandbox", "init", str(directory)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cdc_sandbox", "init", str(directory)], capture_output=True, text=True,
                           timeout=60, check=True)
 
 

@@ -7,7 +7,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from tickit_data import (
+from cdc_sandbox.tickit_data import (
     ORIGINAL_ROW_COUNTS,
     TABLES,
     TickitGenerator,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tickit_data import (
+from cdc_sandbox.tickit_data import (
     TABLES,
     TickitFormatError,
     get_table,

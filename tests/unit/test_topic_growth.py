@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.sources.topics import KeyPlace, movers, partition_for
+from cdc_sandbox.sources.topics import KeyPlace, movers, partition_for
 
 # Kafka's own vectors for its murmur2 (clients' UtilsTest.testMurmur2), as signed Java ints.
 JAVA_MURMUR2 = {b"21": -973932308, b"foobar": -790332482, b"a-little-bit-long-string": -985981536,

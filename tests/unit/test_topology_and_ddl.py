@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.config import TOPOLOGY_FILE, load_topology
-from sandbox.errors import SandboxError
-from sandbox.sources.mutations import _add_column_sql
-from sandbox.stack.catalog import Placement
-from tickit_data import TABLES, get_table
-from tickit_data.ddl import create_table, dialect_of, qualified
+from cdc_sandbox.config import TOPOLOGY_FILE, load_topology
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.sources.mutations import _add_column_sql
+from cdc_sandbox.stack.catalog import Placement
+from cdc_sandbox.tickit_data import TABLES, get_table
+from cdc_sandbox.tickit_data.ddl import create_table, dialect_of, qualified
 
 
 def test_all_sources_present_place_user_in_sql_server():

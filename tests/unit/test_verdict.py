@@ -7,10 +7,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from sandbox.harness.silver import Shape, arrow_type
-from sandbox.harness.verdict import DuplicateKeys, Expectation, OracleMismatch, WrongTypes, judge
-from tickit_data.ddl import POSTGRES
-from tickit_data.schema import get_table
+from cdc_sandbox.harness.silver import Shape, arrow_type
+from cdc_sandbox.harness.verdict import DuplicateKeys, Expectation, OracleMismatch, WrongTypes, judge
+from cdc_sandbox.tickit_data.ddl import POSTGRES
+from cdc_sandbox.tickit_data.schema import get_table
 
 CATEGORY = Shape(get_table("category"))
 ROWS = {(1,): (1, "Sports", "MLB", "Major League Baseball"), (2,): (2, "Shows", "Opera", "All opera")}

@@ -1,0 +1,3 @@
+from cdc_sandbox.cli import app
+
+app()

@@ -1,0 +1,109 @@
+"""`make bench`: figures about the running stack, printed, never asserted.
+
+- time from `up` (nothing to install) to every service and connector ready, after a `down`;
+- resident memory of each service once idle;
+- disk used by the state directory and by the resolved jars;
+- full TICKIT generated and bulk-loaded into empty tables of all sources (in `_bench` schemas/databases);
+- Debezium's initial snapshot of those seven tables into Kafka, by temporary connectors (rows/s);
+- the job's latency per change (`job_latency`), and `sandbox query sale` as a user runs it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from cdc_sandbox.bench import job_latency, snapshot
+from cdc_sandbox.config import Settings
+from cdc_sandbox.sources import tickit
+from cdc_sandbox.stack import backends, jvm, process
+from cdc_sandbox.stack.backends import native
+
+console = Console()
+
+
+def disk_usage_mb(path: Path) -> float:
+    # Allocated blocks, not apparent sizes: Kafka preallocates sparse index files.
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file() and not p.is_symlink()) / 2**20
+
+
+def restart_seconds(settings: Settings) -> float:
+    backend = backends.of(settings)
+    backend.down(settings, lambda *_: None)
+    started = time.monotonic()
+    backend.up(settings, lambda *_: None, skip_install=True)
+    return time.monotonic() - started
+
+
+def memory_table(settings: Settings) -> Table:
+    table = Table(title="resident memory, idle")
+    table.add_column("service")
+    table.add_column("RSS MiB", justify="right")
+    total = 0.0
+    if settings.backend == "compose":
+        table.caption = "the compose backend's containers: `docker stats`"
+        return table
+    for svc in native.all_services(settings):
+        pid = svc.pid()
+        rss = process.resident_memory_mb(pid) if pid else 0.0
+        total += rss
+        table.add_row(svc.name, f"{rss:.0f}")
+    table.add_row("[bold]total[/bold]", f"[bold]{total:.0f}[/bold]")
+    return table
+
+
+def load_seconds(settings: Settings) -> tuple[float, int]:
+    snapshot.drop_namespaces(settings)
+    started = time.monotonic()
+    results = tickit.load(settings, tickit.GeneratedRows(seed=0, scale=1.0), namespace_suffix=snapshot.SUFFIX)
+    return time.monotonic() - started, sum(r.rows for r in results)
+
+
+def query_seconds(table: str = "sale", runs: int = 5) -> list[float] | None:
+    """Wall seconds of `sandbox query TABLE` (20 rows through hudi-rs, as a user types it), each run a new process;
+    None when the sandbox's own lake has no such table yet."""
+    times = []
+    for _ in range(runs):
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "cdc_sandbox", "query", table], capture_output=True, text=True)
+        if done.returncode != 0:
+            return None
+        times.append(time.monotonic() - started)
+    return sorted(times)
+
+
+def main() -> None:
+    settings = Settings.load()
+    seconds = restart_seconds(settings)
+    console.print(f"down, then up to all services and connectors ready: [bold]{seconds:.1f} s[/bold]")
+    console.print(memory_table(settings))
+    console.print(f"disk: state {settings.state_dir} {disk_usage_mb(settings.state_dir):.0f} MiB; "
+                  f"resolved jars {jvm.artifacts_dir(settings)} {disk_usage_mb(jvm.artifacts_dir(settings)):.0f} MiB")
+    seconds, rows = load_seconds(settings)
+    console.print(f"TICKIT generated and loaded into empty tables: [bold]{rows} rows in {seconds:.1f} s[/bold] "
+                  f"({rows / seconds:,.0f} rows/s)")
+    try:
+        seconds = snapshot.snapshot_seconds(settings, rows)
+        console.print(f"Debezium initial snapshot of the seven tables into Kafka: [bold]{rows} rows in "
+                      f"{seconds:.1f} s[/bold] ({rows / seconds:,.0f} rows/s)")
+    finally:
+        snapshot.clean_up(settings)
+        snapshot.drop_namespaces(settings)
+    job_latency.report(settings, console.print)
+    times = query_seconds()
+    if times is None:
+        console.print("`sandbox query sale`: the sandbox's lake has no silver sale yet (`sandbox job run` writes it)")
+    else:
+        median = statistics.median(times)
+        console.print(f"`sandbox query sale` (hudi-rs, a new process each): median [bold]{median:.2f} s[/bold] "
+                      f"of {len(times)} ({times[0]:.2f}-{times[-1]:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()

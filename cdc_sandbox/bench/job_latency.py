@@ -1,0 +1,185 @@
+"""Figures for the Hudi job (printed by `make bench`, never asserted).
+
+- initial load: the job on a fresh lake processes every change event in Kafka (full TICKIT and its history) into
+  the seven silver tables; events/s and seconds;
+- latency: with the job in continuous mode, single-row updates one after another; for each, the time from the
+  source commit to the completion of the Hudi commit whose recorded source position covers it (p50, p95), and
+  where that time goes, phase by phase, from the job's own batch summaries and the table's timeline: printed as a
+  table and drawn as a stacked bar chart (`reports/job-latency-phases.png`);
+- the job's peak resident memory (the Spark driver JVM's VmHWM).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+
+from cdc_sandbox.config import Settings
+from cdc_sandbox.harness.checkpoint import delete_prefix
+from cdc_sandbox.harness.pipeline import Pipeline
+from cdc_sandbox.harness.timeline import Commit
+from cdc_sandbox.sources.mutations import Change, Mutator
+from cdc_sandbox.stack.services.localstack import s3_client
+from cdc_sandbox.wait import wait_until
+
+LATENCY_CHANGES = 40
+TABLE = "category"
+CHART = Path("reports") / "job-latency-phases.png"  # beside the other reports of the directory `make bench` runs in
+PHASES = [  # (name, what it covers)
+    ("capture", "source commit -> Kafka (Debezium)"),
+    ("to batch", "Kafka -> micro-batch start (trigger interval, offsets)"),
+    ("read", "micro-batch read and cached"),
+    ("decode", "schemas fetched, Avro decode planned"),
+    ("prepare", "source position, in-batch reduction"),
+    ("hudi start", "upsert call -> commit instant (write client set-up)"),
+    ("hudi write", "instant -> commit completed (index lookup, file writes, commit)"),
+]
+PARALLEL = ("bronze", "bronze Parquet write, beside decode, the quarantine check and the upserts")
+
+
+def instant_time(instant: str) -> dt.datetime:
+    return dt.datetime.strptime(instant, "%Y%m%d%H%M%S%f").replace(tzinfo=dt.timezone.utc)
+
+
+def epoch(instant: str) -> float:
+    return instant_time(instant).timestamp()
+
+
+def initial_load(pipe: Pipeline) -> tuple[float, int]:
+    started = time.monotonic()
+    summaries = pipe.run_once()
+    events = sum(t.get("rows", 0) for s in summaries for t in s.get("tables", {}).values())
+    return time.monotonic() - started, events
+
+
+@dataclasses.dataclass
+class Probe:
+    change: Change
+    commit: Commit
+
+
+def probes(pipe: Pipeline, settings: Settings, trigger_seconds: float) -> list[Probe]:
+    from cdc_sandbox.spark_jobs import cdc_hudi_job
+
+    pipe.config = dataclasses.replace(pipe.config, trigger_seconds=trigger_seconds)
+    query = cdc_hudi_job.start(pipe.spark, pipe.config, once=False, report=pipe.reports.append)
+    mutator = Mutator(settings)
+    rng = random.Random(99)
+    results = []
+    try:
+        for n in range(LATENCY_CHANGES):
+            # A change arrives at any point of the trigger's cycle. Issued as soon as the previous commit is seen,
+            # every probe would meet the cycle at the same phase (measured: just after a trigger, so 0.85 s waits).
+            time.sleep(rng.uniform(0, trigger_seconds))
+            row = mutator.sample_row(TABLE, rng)
+            change = mutator.update(TABLE, {"catid": row["catid"]}, {"catdesc": f"latency probe {n} {time.time()}"})
+            commit = wait_until(
+                lambda: next((c for c in pipe.timeline(TABLE)
+                              if (c.max_source_position or 0) >= change.position["lsn_from"]), None),
+                120, f"the Hudi commit holding change {change.seq}", interval=0.1)
+            results.append(Probe(change, commit))
+    finally:
+        query.stop()
+    return results
+
+
+def latency(probe: Probe) -> float:
+    return epoch(probe.commit.completed) - dt.datetime.fromisoformat(probe.change.at).timestamp()
+
+
+def phases(probe: Probe, summaries: list[dict]) -> dict[str, float] | None:
+    """Seconds per phase of one change's way into silver; None if its batch held other changes too."""
+    batch = next((s for s in summaries if TABLE in s.get("tables", {})
+                  and s["tables"][TABLE].get("max_source_position", 0) >= probe.change.position["lsn_from"]), None)
+    if batch is None or batch["tables"][TABLE]["rows"] != 1:
+        return None
+    table = batch["tables"][TABLE]
+    committed = dt.datetime.fromisoformat(probe.change.at).timestamp()
+    requested, completed = epoch(probe.commit.instant), epoch(probe.commit.completed)
+    upsert_started = table["upsert_ended_at"] - table["seconds"]["upsert"]
+    return {
+        "capture": table["kafka_timestamp_max"] - committed,
+        "to batch": batch["started_at"] - table["kafka_timestamp_max"],
+        "read": batch["phases"].get("read", 0.0),
+        "decode": batch["phases"].get("decode", 0.0),
+        "prepare": table["seconds"]["prepare"],
+        "hudi start": requested - upsert_started,
+        "hudi write": completed - requested,
+        "bronze": batch["phases"].get("bronze", 0.0),
+    }
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[int(fraction * (len(ordered) - 1))]
+
+
+def draw(breakdowns: list[dict[str, float]], path: Path = CHART) -> Path:
+    """The median of each phase stacked from the source commit; bronze as a bar of its own where it runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    medians = {name: statistics.median(b[name] for b in breakdowns) for name in [n for n, _ in PHASES] + ["bronze"]}
+    fig, ax = plt.subplots(figsize=(10, 3.2))
+    colors = iter(plt.cm.tab10.colors)
+    left = bronze_start = 0.0
+    for name, _ in PHASES:
+        ax.barh(["critical path"], [medians[name]], left=left, color=next(colors), label=f"{name} {medians[name]:.2f} s")
+        if name == "decode":
+            bronze_start = left
+        left += medians[name]
+    ax.barh(["in parallel"], [medians["bronze"]], left=bronze_start, color=next(colors),
+            label=f"bronze {medians['bronze']:.2f} s")
+    ax.set_xlabel("seconds from the source commit (medians)")
+    ax.set_title(f"A single-row change on {TABLE} into silver: {len(breakdowns)} changes, phase by phase")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def peak_memory_mb(pipe: Pipeline) -> float:
+    pid = pipe.spark.sparkContext._gateway.proc.pid
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def report(settings: Settings, print_line, trigger_seconds: float = 1.0) -> None:
+    pipe = Pipeline.start(settings, lake=f"s3a://{settings.topology.lake_bucket}/bench-job-{int(time.time())}")
+    try:
+        seconds, events = initial_load(pipe)
+        print_line(f"job initial load into 7 silver tables: {events} rows in {seconds:.1f} s "
+                   f"({events / seconds:,.0f} rows/s)")
+        measured = probes(pipe, settings, trigger_seconds)
+        values = [latency(p) for p in measured]
+        print_line(f"source commit -> Hudi commit, continuous mode ({trigger_seconds:g} s trigger), "
+                   f"{len(values)} changes: p50 {statistics.median(values):.2f} s, "
+                   f"p95 {percentile(values, 0.95):.2f} s, max {max(values):.2f} s")
+        summaries = [json.loads(line) for line in pipe.reports]
+        breakdowns = [b for b in (phases(p, summaries) for p in measured) if b]
+        if breakdowns:
+            print_phases(breakdowns, print_line)
+            print_line(f"phases drawn: {draw(breakdowns)}")
+        print_line(f"job peak resident memory (driver JVM): {peak_memory_mb(pipe):.0f} MiB")
+    finally:
+        pipe.stop()
+        delete_prefix(s3_client(settings.url("localstack")), pipe.config.lake)  # every restart would restore it
+
+
+def print_phases(breakdowns: list[dict[str, float]], print_line) -> None:
+    print_line(f"where a change's time goes ({len(breakdowns)} single-change batches), seconds:")
+    print_line(f"  {'phase':<12} {'p50':>6} {'p95':>6}  what")
+    for name, what in [*PHASES, PARALLEL]:
+        values = [b[name] for b in breakdowns]
+        print_line(f"  {name:<12} {statistics.median(values):>6.2f} {percentile(values, 0.95):>6.2f}  {what}")

@@ -1,0 +1,60 @@
+"""What a project's `debezium:` settings mean for what silver may hold, and which of them the harness follows.
+
+Settings that shape a value (`decimal.handling.mode`, `binary.handling.mode`, `time.precision.mode`) are followed
+column by column (`cdc_sandbox.stack.catalog.as_carried`). Those below decide which events reach the job at all; a value
+the oracle cannot hold the pipeline to is refused when the project file is read, with the reason, rather than
+turning into a false verdict later. Settings the job's decoding depends on belong to the sandbox.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cdc_sandbox.errors import SandboxError
+
+# setting -> {value: what silver holds under it}; a value not listed is refused with UNFOLLOWED's reason
+FOLLOWED = {
+    "snapshot.mode": {
+        "initial": "rows present when the connector starts arrive as snapshot reads, then every change",
+        "when_needed": "as initial; a snapshot again only when the offsets are lost",
+        # The sandbox creates a project's tables and registers its connector before anything is loaded, so no row
+        # predates the connector and skipping the snapshot loses nothing.
+        "no_data": "changes only, from the connector's start",
+        "never": "changes only, from the connector's start",
+    },
+    "tombstones.on.delete": {
+        "true": "a delete is followed by a tombstone (a null value), which the job skips",
+        "false": "a delete is its change event alone",
+    },
+    "transforms.unwrap.delete.tombstone.handling.mode": {
+        "rewrite": "a delete arrives as the row's last values with __deleted=true",
+        "rewrite-with-tombstone": "as rewrite, followed by a tombstone the job skips",
+    },
+    "skipped.operations": {"none": "every insert, update, delete and truncate reaches the job"},
+}
+UNFOLLOWED = {
+    "snapshot.mode": "the oracle compares silver with everything the source holds: `initial_only` stops after the "
+                     "snapshot (no change reaches silver), `always` writes every row again at each connector start, "
+                     "and the others decide per run",
+    "transforms.unwrap.delete.tombstone.handling.mode": "deletes would reach the job as bare tombstones or not at "
+                                                        "all, so silver would keep deleted rows live",
+    "skipped.operations": "a skipped operation never reaches silver, which then differs from the source",
+}
+# Settings the job's decoding and the sandbox's wiring depend on: the sandbox sets them.
+OWNED_PREFIXES = ("connector.class", "topic.prefix", "database.", "slot.name", "publication.", "schema.include.list",
+                  "table.include.list", "key.converter", "value.converter", "transforms", "predicates",
+                  "schema.history.internal.")
+OWNED_EXCEPTIONS = ("transforms.unwrap.delete.tombstone.handling.mode",)
+
+
+def check(path: Path, source: str, debezium: dict[str, str]) -> None:
+    """Refuse, naming the setting and why, a setting whose meaning the harness does not follow."""
+    for setting, value in debezium.items():
+        if setting.startswith(OWNED_PREFIXES) and setting not in OWNED_EXCEPTIONS:
+            raise SandboxError(f"{path}: source {source} sets `{setting}`, which the sandbox sets itself (the job "
+                               f"decodes what its converters and transforms produce)",
+                               f"remove `{setting}` from the source's `debezium:` settings")
+        followed = FOLLOWED.get(setting)
+        if followed is not None and value not in followed:
+            raise SandboxError(f"{path}: source {source} sets `{setting}: {value}`: {UNFOLLOWED[setting]}",
+                               "use one of: " + "; ".join(f"{v} ({meaning})" for v, meaning in followed.items()))

@@ -1,0 +1,214 @@
+"""The job under test: the sandbox's own Hudi job, or a team's, behind one small protocol.
+
+A job is started on a lake, either to process what Kafka holds now and stop (`once`) or to run micro-batches until
+stopped; it returns a handle with `exception()` (None while well) and `stop()`, as Spark's `StreamingQuery` has.
+The harness tells it where to write: each silver table at `<lake>/silver/<table>`, its Structured Streaming
+checkpoint at `<lake>/checkpoints`, and where in each topic to start (`starting_offsets`).
+
+How the harness knows a round has landed does not depend on the job: the oracle finds the round's own events in
+Kafka, and a round has landed once the job's checkpoint has committed past them with no micro-batch running; the
+commit that holds them is then each table's latest (`Pipeline.wait_for_positions`). The sandbox's own job also
+records the highest source position in each commit, which lets the harness name the commit more precisely and
+tell a job that read a change without writing it (`SilverBehind`).
+
+A team's job is described by a YAML file (`--sandbox-job=<file>`, `sandbox scenario run --job <file>`):
+
+    name: team-job
+    tables: [category, date, event, venue]   # the silver tables it writes (default: every captured table)
+    # Either a spark-submit command line, with the sandbox's values filled in ...
+    submit: >-
+      {spark_submit} --master local[2] {spark_conf} job.py --set kafka.bootstrap.servers={kafka_bootstrap} ...
+    once: --once
+    continuous: --continuous
+    set: "--set {key}={value}"              # how to pass one of `settings` below on the command line
+    # ... or a Python callable run in the harness's own Spark session: start(spark, values, once) -> query
+    callable: job.py:start_for_sandbox
+    settings: {ordering: source_sequence}   # passed to the job as they are
+
+Paths are relative to the YAML file. The values: kafka_bootstrap, registry_url, s3_endpoint, lake, silver,
+checkpoint, tables (the tables this test follows, comma-separated), starting_offsets (JSON, or "earliest"),
+spark_submit and spark_conf (the `--conf` options for the sandbox's jars and S3), and what a test or scenario asks
+of the job: table_type (COPY_ON_WRITE or MERGE_ON_READ), hard_deletes (true or false), compaction_delta_commits.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from cdc_sandbox.config import Settings
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.spark_jobs.job_config import JobConfig
+
+BUILTIN = "builtin"
+LOG_LINES = 40  # of a submitted job's output, shown when it fails
+
+
+@dataclass(frozen=True)
+class JobUnderTest:
+    name: str
+    start: Callable  # start(spark, config: JobConfig, once: bool, report) -> a handle like StreamingQuery
+    tables: tuple[str, ...] | None = None  # the silver tables it writes; None: every captured table
+    records_positions: bool = False  # its commits carry `sandbox.max_source_position`
+    settings: dict = field(default_factory=dict)
+    spec_path: Path | None = None  # the YAML file it was described by
+
+    @property
+    def builtin(self) -> bool:
+        return self.name == BUILTIN
+
+    def with_settings(self, **settings) -> "JobUnderTest":
+        """The same job with more settings (e.g. another ordering)."""
+        if self.spec_path is None:
+            raise SandboxError(f"the {self.name} job takes no settings", "describe the job by a YAML file")
+        return load_spec(self.spec_path, {**self.settings, **settings})
+
+
+def builtin_job() -> JobUnderTest:
+    from cdc_sandbox.spark_jobs import cdc_hudi_job
+
+    return JobUnderTest(BUILTIN, cdc_hudi_job.start, records_positions=True)
+
+
+def load(spec: str | Path | None, settings: dict | None = None) -> JobUnderTest:
+    """The job a `--sandbox-job` value names: the built-in job for None or "builtin", else a YAML file."""
+    if spec in (None, "", BUILTIN):
+        return builtin_job()
+    return load_spec(Path(spec), settings or {})
+
+
+def load_spec(path: Path, settings: dict) -> JobUnderTest:
+    if not path.is_file():
+        raise SandboxError(f"no job file {path}", "give --sandbox-job a YAML file describing the job "
+                                                   "(see examples/team_job/sandbox-job.yaml), or 'builtin'")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise SandboxError(f"{path} is not valid YAML: {exc}", "fix the file") from None
+    if not isinstance(raw, dict) or not raw.get("name") or ("submit" in raw) == ("callable" in raw):
+        raise SandboxError(f"{path}: a job file needs a name and exactly one of `submit` or `callable`",
+                           "see the format in cdc_sandbox/harness/jobs.py or examples/team_job/sandbox-job.yaml")
+    unknown = set(raw) - {"name", "tables", "submit", "once", "continuous", "set", "callable", "settings"}
+    if unknown:
+        raise SandboxError(f"{path}: unknown keys {', '.join(sorted(unknown))}",
+                           "use name, tables, submit, once, continuous, set, callable, settings")
+    merged = {**(raw.get("settings") or {}), **settings}
+    tables = tuple(raw["tables"]) if raw.get("tables") else None
+    if "callable" in raw:
+        start = _in_session(_load_callable(path.parent, raw["callable"]), merged)
+    else:
+        start = _submitted(path.parent, raw, merged)
+    return JobUnderTest(raw["name"], start, tables, settings=merged, spec_path=path)
+
+
+def _load_callable(base: Path, target: str) -> Callable:
+    file, sep, name = target.rpartition(":")
+    source = (base / file).resolve()
+    if not sep or not source.is_file():
+        raise SandboxError(f"callable {target!r}: expected <file.py>:<function>, the file relative to the job file",
+                           "e.g. callable: job.py:start_for_sandbox")
+    module_spec = importlib.util.spec_from_file_location(f"sandbox_job_{source.stem}", source)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    if not callable(getattr(module, name, None)):
+        raise SandboxError(f"{source} has no function {name}", "name the function that starts the job's query")
+    return getattr(module, name)
+
+
+def values_for(config: JobConfig, settings: dict) -> dict[str, str]:
+    """What the sandbox tells a job: its endpoints, the lake's paths, where to start, and the job's settings."""
+    return {**{key: str(value) for key, value in settings.items()},
+            "kafka_bootstrap": config.kafka_bootstrap, "registry_url": config.registry_url,
+            "s3_endpoint": config.s3_endpoint or "", "lake": config.lake, "silver": config.silver_root,
+            "checkpoint": config.checkpoint(), "tables": ",".join(spec.table for spec in config.tables),
+            "table_type": config.table_type, "hard_deletes": str(config.hard_deletes).lower(),
+            "compaction_delta_commits": str(config.compaction_delta_commits),
+            "starting_offsets": json.dumps(config.starting_offsets) if config.starting_offsets else "earliest"}
+
+
+def _in_session(function: Callable, settings: dict) -> Callable:
+    def start(spark, config: JobConfig, once: bool, report=None):
+        return function(spark, values_for(config, settings), once)
+    return start
+
+
+def _submitted(base: Path, raw: dict, settings: dict) -> Callable:
+    def start(spark, config: JobConfig, once: bool, report=None):
+        command = submit_command(base, raw, config, settings, once)
+        job = SubmittedJob(command, cwd=base)
+        if once:
+            job.wait()
+            if job.exception():
+                raise SandboxError(job.exception(), "see the job's output above")
+        return job
+    return start
+
+
+def submit_command(base: Path, raw: dict, config: JobConfig, settings: dict, once: bool) -> list[str]:
+    from cdc_sandbox.spark_jobs.session import session_conf
+
+    quoted = {name: shlex.quote(value) for name, value in values_for(config, {}).items()}
+    values = quoted | {
+        "spark_submit": shlex.quote(str(Path(sys.executable).parent / "spark-submit")),
+        "spark_conf": " ".join(shlex.quote(f"--conf={k}={v}") for k, v in session_conf(config).items())}
+    try:
+        command = raw["submit"].format(**values)
+        extra = [raw["set"].format(key=shlex.quote(str(k)), value=shlex.quote(str(v))) for k, v in settings.items()] \
+            if raw.get("set") else []
+    except KeyError as exc:
+        raise SandboxError(f"the job's command line names {{{exc.args[0]}}}, which the sandbox does not fill",
+                           f"use only {', '.join(sorted(values))}") from None
+    mode = raw.get("once" if once else "continuous", "")
+    return shlex.split(" ".join([command, *extra, mode]))
+
+
+class SubmittedJob:
+    """A job run as its own process: the handle a streaming query would be."""
+
+    def __init__(self, command: list[str], cwd: Path):
+        from cdc_sandbox.harness.job import spark_environment
+
+        self.command = command
+        self.output: deque[str] = deque(maxlen=LOG_LINES)
+        self.process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **spark_environment(Settings.load())},
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self._reader = threading.Thread(target=self._keep_output, daemon=True)
+        self._reader.start()
+
+    def _keep_output(self) -> None:
+        for line in self.process.stdout:
+            self.output.append(line.rstrip())
+
+    def wait(self) -> int:
+        code = self.process.wait()
+        self._reader.join()
+        return code
+
+    awaitTermination = wait  # noqa: N815 (StreamingQuery's name)
+
+    def exception(self) -> str | None:
+        code = self.process.poll()
+        if code in (None, 0):
+            return None
+        return f"the job exited with code {code}; its last output:\n" + "\n".join(self.output)
+
+    def stop(self) -> None:
+        """SIGTERM: Spark's shutdown hook stops the query between or inside a batch, as a stop does."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.wait()

@@ -1,0 +1,49 @@
+"""The lakes tests run the job on: one per test or session, branched from the baseline where the job's options
+allow, removed afterwards unless the test failed (then kept and named in the run's summary). The pytest plugin and
+the fuzzer's replays both take their lakes from here. Spark is imported only when a pipeline is built."""
+
+from __future__ import annotations
+
+import uuid
+
+from cdc_sandbox.config import Settings
+
+KEPT_LAKES: list[str] = []  # lakes of failed tests, named in the run's summary
+SESSION_BRANCHES: list = []  # the session's LakeBranches, whose branches and catch-ups the summary counts
+
+
+def new_lake(settings: Settings, name: str = "test") -> str:
+    return f"s3a://{settings.topology.lake_bucket}/{name}-{uuid.uuid4().hex[:8]}"
+
+
+def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[str] | None = None, job_under_test=None,
+                         **options):
+    """The job (in the shared Spark session) on a new lake: branched from the baseline when `branches` is given and
+    the built-in job runs with the baseline's options, otherwise empty (the job starts from the earliest offsets).
+    `job_under_test` (`cdc_sandbox.harness.jobs`; the built-in job by default) writes the tables it names only."""
+    from cdc_sandbox.harness import job, jobs
+    from cdc_sandbox.harness.pipeline import Pipeline
+
+    job_under_test = job_under_test or jobs.builtin_job()
+    if not job_under_test.builtin:
+        branches = None  # the baseline lake is the built-in job's
+    if job_under_test.tables is not None:
+        only = [t for t in (only or job_under_test.tables) if t in job_under_test.tables]
+    lake = new_lake(settings)
+    offsets = branches.branch(lake, only) if branches is not None and not options else None
+    config = job.job_config(settings, lake=lake, only=only, starting_offsets=offsets, **options)
+    return Pipeline(settings, config, spark, owns_session=False, job=job_under_test)
+
+
+def finish(pipes: list, failed: bool) -> None:
+    """Stop the pipelines; remove their lakes (and lakes named after them, such as `<lake>-mor`) unless a test
+    failed, in which case they stay for a look and are named in the run's summary."""
+    from cdc_sandbox.harness.checkpoint import delete_prefix
+    from cdc_sandbox.stack.services.localstack import s3_client
+
+    for pipe in pipes:
+        pipe.stop()
+        if failed:
+            KEPT_LAKES.append(pipe.config.lake)
+        else:
+            delete_prefix(s3_client(pipe.settings.url("localstack")), pipe.config.lake, whole_names=False)

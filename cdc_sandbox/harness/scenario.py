@@ -1,0 +1,588 @@
+"""Scenario files: a production CDC bug as data — starting rows, a sequence of source changes with pipeline pauses,
+job restarts and a skewed source clock, and what silver and time travel must show. The format is described in the
+README ("Scenario files"). A malformed file fails with its path, the line and the reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import os
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+import yaml
+
+from cdc_sandbox.config import Settings, load_topology, project_file
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.harness.oracle import Oracle
+from cdc_sandbox.harness.pipeline import BatchFailed
+from cdc_sandbox.harness.verdict import OracleMismatch
+from cdc_sandbox.sources import topics
+from cdc_sandbox.sources.changes import ChangeReader, end_offsets
+from cdc_sandbox.sources.mutations import LOGICAL_TYPES, Mutator
+from cdc_sandbox.schema import (BOOL, BYTES, DATE, DECIMAL, INTEGER_RANGES, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ,
+                            UUID, Column, Table)
+from cdc_sandbox.stack import catalog
+from cdc_sandbox.tickit_data.schema import get_table
+
+TOP_LEVEL = {"name", "description", "tables", "source", "job", "given", "steps"}
+JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits"}
+CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "truncate"}
+STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
+                             "registry_outage", "grow_topic"}
+
+
+class ExpectationUnmet(OracleMismatch):
+    """Silver does not show what a scenario's check expects."""
+
+
+class ScenarioError(SandboxError):
+    def __init__(self, path: Path, line: int | None, reason: str):
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {reason}", "see \"Scenario files\" in the README for the format")
+        self.path, self.line, self.reason = path, line, reason
+
+
+# --- reading with line numbers -------------------------------------------------------------------------------
+class _Map(dict):
+    line: int = 0
+    key_lines: dict
+
+
+class _List(list):
+    line: int = 0
+
+
+class _Loader(yaml.SafeLoader):
+    """Keeps the line of every mapping, list and key, so errors can point into the file."""
+
+
+def _construct_map(loader, node):
+    loader.flatten_mapping(node)
+    result = _Map()
+    result.line = node.start_mark.line + 1
+    result.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in result:
+            raise ScenarioError(Path(loader.name), key_node.start_mark.line + 1, f"duplicate key {key!r}")
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_lines[key] = key_node.start_mark.line + 1
+    return result
+
+
+def _construct_list(loader, node):
+    result = _List(loader.construct_object(child, deep=True) for child in node.value)
+    result.line = node.start_mark.line + 1
+    return result
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_map)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_list)
+
+
+# --- the model -----------------------------------------------------------------------------------------------
+@dataclass
+class Step:
+    kind: str
+    args: dict
+    line: int
+
+
+@dataclass
+class Scenario:
+    path: Path
+    name: str
+    description: str
+    tables: list[str]
+    jobs: list[dict]  # the job options it runs under: each a run of its own over the same steps
+    given: dict[str, list[dict]]
+    steps: list[Step]
+    labels: list[str] = field(default_factory=list)
+    source: str | None = None  # runs only where this source holds the tables itself, not a stand-in
+    schemas: dict[str, Table] = field(default_factory=dict)  # its tables' columns and keys
+
+    @property
+    def job(self) -> dict:
+        """The first job's options (the only one's, in most files)."""
+        return self.jobs[0]
+
+
+def load(path: Path) -> Scenario:
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            loader = _Loader(handle)
+            loader.name = str(path)
+            try:
+                raw = loader.get_single_data()
+            finally:
+                loader.dispose()
+    except OSError as exc:
+        raise ScenarioError(path, None, f"cannot read the file: {exc.strerror}") from exc
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        raise ScenarioError(path, line, f"not valid YAML: {exc.problem}") from exc
+    return _Validator(path).scenario(raw)
+
+
+def table_schema(table: str) -> Table:
+    """A table of the project scenarios run on: TICKIT's declared one, or a project's as its source's catalog
+    describes it (the sandbox must be up)."""
+    settings = _project_settings(project_file(os.environ))
+    return get_table(table) if settings is None else catalog.table_schema(settings, table)
+
+
+@functools.lru_cache(maxsize=8)  # read once per project file: the fuzzer asks per key it draws
+def _project_settings(path: Path) -> Settings | None:
+    """None for TICKIT, whose tables are declared in the package."""
+    return None if load_topology(path).is_tickit else Settings.load()
+
+
+class _Validator:
+    def __init__(self, path: Path):
+        self.path = path
+        self.topology = load_topology(project_file(os.environ))  # as declared, before any stand-in takes tables over
+        self.schemas: dict[str, Table] = {}
+        self.added: dict[str, set[str]] = {}  # columns the steps so far added and did not drop
+        self.silver_has: dict[str, set[str]] = {}  # columns the steps so far added, dropped or not (silver keeps them)
+
+    def fail(self, where, reason: str, key=None):
+        line = getattr(where, "key_lines", {}).get(key) if key is not None else None
+        raise ScenarioError(self.path, line or getattr(where, "line", None), reason)
+
+    def scenario(self, raw) -> Scenario:
+        if not isinstance(raw, dict):
+            self.fail(raw, "a scenario is a mapping with name, tables and steps")
+        for key in raw:
+            if key not in TOP_LEVEL:
+                self.fail(raw, f"unknown key {key!r}; allowed: {', '.join(sorted(TOP_LEVEL))}", key)
+        for key in ("name", "tables", "steps"):
+            if key not in raw:
+                self.fail(raw, f"missing {key!r}")
+        tables = raw["tables"]
+        if not isinstance(tables, list) or not tables:
+            self.fail(raw, "tables must be a non-empty list of table names", "tables")
+        for table in tables:
+            self.table_name(raw, table, "tables")
+        if "source" in raw:
+            self.source(raw, tables)
+        jobs = self.jobs(raw)
+        given = raw.get("given") or {}
+        if not isinstance(given, dict):
+            self.fail(raw, "given is a mapping of table names to lists of rows", "given")
+        for table, rows in given.items():
+            self.table_name(given, table, table, allowed=tables)
+            if not isinstance(rows, list):
+                self.fail(given, f"given.{table} must be a list of rows", table)
+            for row in rows:
+                self.row(row, table, full=True)
+        if not isinstance(raw["steps"], list) or not raw["steps"]:
+            self.fail(raw, "steps must be a non-empty list", "steps")
+        steps = [self.step(step, tables) for step in raw["steps"]]
+        for job in jobs:
+            self.outages_have_a_batch(steps, bool(job.get("continuous")))
+        labels = [s.args["label"] for s in steps if s.kind == "check"]
+        return Scenario(self.path, str(raw["name"]), str(raw.get("description", "")).strip(), list(tables),
+                        jobs, {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"),
+                        {t: self.schema(t) for t in tables})
+
+    def jobs(self, raw) -> list[dict]:
+        """`job`: one mapping of job options, or a list of them (the scenario runs under each)."""
+        given = raw.get("job")
+        jobs = given if isinstance(given, list) else [given or {}]
+        if not jobs:
+            self.fail(raw, "job is a mapping of job options, or a non-empty list of them", "job")
+        for job in jobs:
+            if not isinstance(job, dict):
+                self.fail(raw, "job is a mapping of job options, or a list of them", "job")
+            for key in job:
+                if key not in JOB_OPTIONS:
+                    self.fail(job, f"unknown job option {key!r}; allowed: {', '.join(sorted(JOB_OPTIONS))}", key)
+        return [dict(job) for job in jobs]
+
+    def schema(self, table: str) -> Table:
+        if table not in self.schemas:
+            self.schemas[table] = table_schema(table)
+        return self.schemas[table]
+
+    def source(self, raw, tables: list[str]) -> None:
+        topology = self.topology
+        if raw["source"] not in topology.sources:
+            self.fail(raw, f"unknown source {raw['source']!r}; sources: {', '.join(topology.sources)}", "source")
+        elsewhere = [t for t in tables if topology.table(t).source != raw["source"]]
+        if elsewhere:
+            self.fail(raw, f"{', '.join(elsewhere)} not on source {raw['source']!r} in {topology.file_label}",
+                      "source")
+
+    def table_name(self, where, table, key, allowed=None) -> str:
+        names = sorted(t.name for t in self.topology.tables)
+        if table not in names:
+            self.fail(where, f"unknown table {table!r}; the project's tables: {', '.join(names)}", key)
+        if allowed is not None and table not in allowed:
+            self.fail(where, f"table {table!r} is not in this scenario's tables", key)
+        return table
+
+    def row(self, row, table: str, full: bool = False, only_key: bool = False, with_key: bool = False) -> None:
+        """`with_key`: an expected row of silver, which may name dropped columns too."""
+        if not isinstance(row, dict) or not row:
+            self.fail(row, f"expected a mapping of {table} columns to values")
+        schema = self.schema(table)
+        known = set(schema.column_names) | (self.silver_has if with_key else self.added).get(table, set())
+        for column in row:
+            if column not in known:
+                self.fail(row, f"{table} has no column {column!r}", column)
+            if column in schema.column_names and not _fits(schema.column(column), row[column]):
+                self.fail(row, f"{table}.{column} is {schema.column(column).type}, not {row[column]!r}", column)
+        if only_key and set(row) != set(schema.primary_key):
+            self.fail(row, f"a key of {table} names exactly {', '.join(schema.primary_key)}")
+        if with_key and not set(schema.primary_key) <= set(row):
+            self.fail(row, f"an expected row of {table} names its key: {', '.join(schema.primary_key)}")
+        if full:
+            missing = [c.name for c in schema.columns if not c.nullable and c.name not in row]
+            if missing:
+                self.fail(row, f"{table} row lacks required columns: {', '.join(missing)}")
+
+    def step(self, raw, tables: list[str]) -> Step:
+        if not isinstance(raw, dict) or len(raw) != 1:
+            self.fail(raw, f"a step is a mapping with one of: {', '.join(sorted(STEP_KINDS))}")
+        (kind, args), = raw.items()
+        if kind not in STEP_KINDS:
+            self.fail(raw, f"unknown step {kind!r}; steps: {', '.join(sorted(STEP_KINDS))}", kind)
+        line = raw.key_lines[kind]
+        if kind in CHANGE_KINDS or kind == "grow_topic":
+            return Step(kind, self.change(kind, args, tables, raw), line)
+        if kind == "transaction":
+            if not isinstance(args, list) or not args:
+                self.fail(raw, "a transaction is a list of changes", kind)
+            changes = [self.step(item, tables) for item in args]
+            if any(c.kind not in CHANGE_KINDS - {"truncate"} for c in changes):
+                self.fail(args, "a transaction holds changes only, and no truncate: "
+                                f"{', '.join(sorted(CHANGE_KINDS - {'truncate'}))}")
+            return Step(kind, {"changes": changes}, line)
+        if kind == "check":
+            return Step(kind, self.check(args, tables, raw), line)
+        if kind == "source_clock":
+            if args is not None and not isinstance(args, dt.datetime):
+                self.fail(raw, "source_clock is a timestamp (2008-01-01 00:00:00) or null", kind)
+            return Step(kind, {"at": args}, line)
+        return Step(kind, {}, line)
+
+    def outages_have_a_batch(self, steps: list[Step], continuous: bool) -> None:
+        """A registry outage runs the job once over the changes made since the previous check: the job must run a
+        batch at a time, not be paused, and have changes to read."""
+        paused, changed = False, False
+        for step in steps:
+            if step.kind == "registry_outage":
+                reason = ("the job runs continuously" if continuous else "the job is paused" if paused
+                          else "no change since the previous check" if not changed else "")
+                if reason:
+                    raise ScenarioError(self.path, step.line, "registry_outage runs the job once over the changes "
+                                                              f"since the previous check, but {reason}")
+            paused = {"pause": True, "resume": False}.get(step.kind, paused)
+            evented = step.kind in CHANGE_KINDS - {"add_column", "drop_column"} | {"transaction", "grow_topic"}
+            changed = evented or (changed and step.kind != "check")
+
+    def change(self, kind: str, args, tables: list[str], where) -> dict:
+        if not isinstance(args, dict) or "table" not in args:
+            self.fail(where, f"{kind} needs a table", kind)
+        table = self.table_name(args, args["table"], "table", allowed=tables)
+        required = {"insert": ["row"], "update": ["key", "set"], "delete": ["key"], "update_key": ["key", "new_key"],
+                    "add_column": ["column", "type"], "drop_column": ["column"], "truncate": [],
+                    "grow_topic": ["set"]}[kind]
+        allowed = {"table", *required}
+        for key in args:
+            if key not in allowed:
+                self.fail(args, f"{kind} takes {', '.join(sorted(allowed))}, not {key!r}", key)
+        for key in required:
+            if key not in args:
+                self.fail(args, f"{kind} needs {key!r}")
+        if kind == "add_column":
+            if args["type"] not in LOGICAL_TYPES:
+                self.fail(args, f"unknown column type {args['type']!r}; types: {', '.join(LOGICAL_TYPES)}", "type")
+            self.added.setdefault(table, set()).add(args["column"])
+            self.silver_has.setdefault(table, set()).add(args["column"])
+            return dict(args)
+        if kind == "drop_column":  # TICKIT's own columns stay, for the tests that run after
+            if args["column"] not in self.added.get(table, set()):
+                self.fail(args, f"drop_column drops a column an earlier add_column of {table} added, not "
+                                f"{args['column']!r}", "column")
+            self.added[table].discard(args["column"])
+            return dict(args)
+        for key in ("key", "new_key"):
+            if key in args:
+                self.row(args[key], table, only_key=True)
+        for key in ("row", "set"):
+            if key in args:
+                self.row(args[key], table, full=key == "row")
+        return dict(args)
+
+    def check(self, args, tables: list[str], where) -> dict:
+        if isinstance(args, str):
+            return {"label": args, "expect": {}}
+        if not isinstance(args, dict) or "label" not in args:
+            self.fail(where, "check is a label, or a mapping with label and expect", "check")
+        expect = args.get("expect") or {}
+        for table, spec in expect.items():
+            self.table_name(expect, table, table, allowed=tables)
+            if not isinstance(spec, dict):
+                self.fail(expect, "expect.<table> is a mapping of rows, deleted, absent", table)
+            for key in spec:
+                if key not in ("rows", "deleted", "absent"):
+                    self.fail(spec, f"unknown expectation {key!r}; use rows, deleted or absent", key)
+                if not isinstance(spec[key], list):
+                    self.fail(spec, f"expect.{table}.{key} is a list of rows", key)
+            for row in spec.get("rows", []):
+                self.row(row, table, with_key=True)
+            for key in spec.get("deleted", []) + spec.get("absent", []):
+                self.row(key, table, only_key=True)
+        return {"label": str(args["label"]), "expect": dict(expect)}
+
+
+def _fits(column: Column, value) -> bool:
+    """Whether a YAML value can be written to a column of this type (NULL fits any: the database judges that)."""
+    kind = column.type
+    if value is None or kind == JSON:
+        return True
+    if kind in INTEGER_RANGES:
+        low, high = INTEGER_RANGES[kind]
+        return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    if kind in (DECIMAL, NUMBER):
+        try:
+            return not isinstance(value, bool) and Decimal(str(value)).is_finite()
+        except ArithmeticError:
+            return False
+    if kind == STR and column.labels:
+        return value in column.labels
+    accepted = {STR: str, UUID: str, BYTES: (bytes, str), DATE: dt.date, TIMESTAMP: dt.datetime,
+                TIMESTAMPTZ: dt.datetime, BOOL: bool}[kind]
+    return isinstance(value, accepted) and not (kind == DATE and isinstance(value, dt.datetime))
+
+
+# --- running -------------------------------------------------------------------------------------------------
+@dataclass
+class ScenarioResult:
+    name: str
+    checks: int
+    expectations: int
+
+
+def unavailable(scenario: Scenario, settings) -> str | None:
+    """Why this sandbox cannot run the scenario (its source is not there), or None."""
+    if scenario.source is None or scenario.source in settings.topology.sources:
+        return None
+    return (f"needs the {scenario.source} source, which this sandbox lacks (its tables live on a stand-in); "
+            "SQL Server: set SANDBOX_MSSQL_DSN or run the compose backend")
+
+
+def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lambda line: None,
+        job: dict | None = None) -> ScenarioResult:
+    """Play the scenario against the sandbox on `pipeline` (a fresh lake over the scenario's tables, written under
+    `job`, one of its jobs: the first by default)."""
+    job = scenario.job if job is None else job
+    say(f"scenario: {scenario.name}")
+    emptied = {table: mutator.rows(table) for table in _truncated_tables(scenario)}
+    try:
+        give(scenario, mutator)
+        if job.get("continuous"):
+            pipeline.start_continuous()
+        oracle.track(scenario.tables, label="given")
+        expectations = _play_steps(scenario, pipeline, mutator, oracle, say)
+        oracle.verify_history()
+        for step, recorded in expectations:  # every expectation again, by time travel to its commit
+            _expect(step, oracle, recorded, time_travel=True)
+    finally:
+        for table, rows in emptied.items():  # the tables it truncated hold their rows again for later tests
+            mutator.restore(table, rows)
+    count = sum(len(rows) for step, _ in expectations for spec in step.args["expect"].values() for rows in spec.values())
+    return ScenarioResult(scenario.name, len(scenario.labels), count)
+
+
+def _play_steps(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say) -> list:
+    expectations = []
+    for step in scenario.steps:
+        say(f"  line {step.line}: {step.kind}")
+        try:
+            outcome = play(step, pipeline, mutator, oracle)
+        except SandboxError as exc:
+            raise ScenarioError(scenario.path, step.line, f"{step.kind} failed: {exc.message}") from exc
+        if outcome:
+            expectations.append((step, outcome))
+    return expectations
+
+
+def _truncated_tables(scenario: Scenario) -> list[str]:
+    return sorted({step.args["table"] for step in scenario.steps if step.kind == "truncate"})
+
+
+def give(scenario: Scenario, mutator: Mutator) -> None:
+    """Make the source hold exactly the given rows, and none under the keys the steps insert or move rows to
+    (a rerun starts from the same state; rows under other keys are left alone)."""
+    for table, key in _claimed_keys(scenario):
+        if mutator.read_row(table, key) is not None:
+            mutator.delete(table, key)
+    for table, rows in scenario.given.items():
+        for row in rows:
+            mutator.insert(table, _values(row))
+
+
+def _claimed_keys(scenario: Scenario) -> list[tuple[str, dict]]:
+    changes = [c for step in scenario.steps for c in (step.args["changes"] if step.kind == "transaction" else [step])]
+    claimed = [(t, row) for t, rows in scenario.given.items() for row in rows]
+    claimed += [(c.args["table"], c.args["row"]) for c in changes if c.kind == "insert"]
+    claimed += [(c.args["table"], c.args["new_key"]) for c in changes if c.kind == "update_key"]
+    keys = []
+    for table, row in claimed:
+        key = {k: row[k] for k in scenario.schemas[table].primary_key}
+        if (table, key) not in keys:
+            keys.append((table, key))
+    return keys
+
+
+def play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
+    if step.kind in CHANGE_KINDS:
+        _change(mutator, step.kind, step.args)
+    elif step.kind == "transaction":
+        with mutator.transaction(step.args["changes"][0].args["table"]):
+            for change in step.args["changes"]:
+                _change(mutator, change.kind, change.args)
+    elif step.kind == "source_clock":
+        mutator.source_clock = step.args["at"]
+    elif step.kind == "pause":
+        oracle.pause()
+    elif step.kind == "resume":
+        oracle.resume()
+    elif step.kind == "run":
+        pipeline.run_once()
+    elif step.kind == "restart":
+        pipeline.restart()
+    elif step.kind == "registry_outage":
+        _registry_outage(pipeline, oracle)
+    elif step.kind == "grow_topic":
+        _grow_topic(step.args, pipeline, mutator, oracle)
+    elif step.kind == "check":
+        recorded = oracle.round(step.args["label"])
+        # a table without changes since the last check is expected to hold at its latest recorded commit
+        entries = {table: recorded.get(table) or oracle.recorded[table][-1] for table in step.args["expect"]}
+        _expect(step, oracle, entries, time_travel=False)
+        return entries
+    return None
+
+
+def _registry_outage(pipeline, oracle: Oracle) -> None:
+    """Once Debezium has delivered the changes made since the last check, run the job once while the registry
+    does not answer. A correct job stops that batch (RegistryUnavailable) without committing its offsets, and the
+    next check's run lands it; a job that sets the batch aside and moves on leaves silver behind the source."""
+    oracle.wait_delivered()
+    try:
+        summaries = pipeline.run_once_without_registry()
+    except BatchFailed as exc:
+        if "RegistryUnavailable" in exc.text:
+            return
+        raise
+    if not any(summary.get("events") for summary in summaries):
+        raise SandboxError("the job's run in the registry outage read no change, so it tested nothing",
+                           "see the Kafka topics of the scenario's tables")
+
+
+def _grow_topic(args: dict, pipeline, mutator: Mutator, oracle: Oracle) -> None:
+    """Raise the partition count of the table's topic just far enough that one of its rows hashes to a new, empty
+    partition, and update that row: Debezium writes the update there, at a smaller offset than the row's earlier
+    events. Fails unless the update's event is found exactly so, since the step would otherwise test nothing."""
+    table = args["table"]
+    settings, topic = oracle.settings, pipeline.config.spec(table).topic
+    bootstrap = settings.endpoint("kafka").address
+    partitions, places = topics.key_places(bootstrap, oracle.registry, topic)
+    count, mover = next(((count, place) for count, place in topics.movers(places, partitions)
+                         if mutator.read_row(table, place.key) is not None), (None, None))
+    if mover is None:
+        raise SandboxError(f"no row of {table} moves to a partition added to {topic}'s {partitions}",
+                           "grow the topic of a table with more rows")
+    connector = settings.topology.sources[mutator.placement(table).captured.source].connector
+    topics.grow(bootstrap, settings.url("connect"), connector, topic, count)
+    ends = end_offsets(bootstrap, [topic])[topic]
+    change = mutator.update(table, mover.key, _values(args["set"]))
+    with ChangeReader(bootstrap, topic, oracle.registry, from_offsets=ends) as reader:
+        event = reader.wait_for_change(change, oracle.timeout)[-1]
+    moved_to = topics.partition_for(mover.key_bytes, count)
+    if event.partition != moved_to or event.offset >= mover.offset:
+        raise SandboxError(f"{topic}: the update of {mover.key} landed in partition {event.partition} at offset "
+                           f"{event.offset}, not in the new partition {moved_to} below offset {mover.offset} (the "
+                           f"row's last event, in partition {mover.partition})", "see `sandbox logs connect`")
+
+
+def _change(mutator: Mutator, kind: str, args: dict) -> None:
+    table = args["table"]
+    if kind == "insert":
+        mutator.insert(table, _values(args["row"]))
+    elif kind == "update":
+        mutator.update(table, args["key"], _values(args["set"]))
+    elif kind == "delete":
+        mutator.delete(table, args["key"])
+    elif kind == "update_key":
+        mutator.update_key(table, args["key"], args["new_key"])
+    elif kind == "add_column":
+        mutator.add_column(table, args["column"], args["type"])
+    elif kind == "drop_column":
+        mutator.drop_column(table, args["column"])
+    elif kind == "truncate":
+        mutator.truncate(table)
+
+
+def _typed(shape, column: str, value):
+    """An expected value as the reader returns it: decimals exact, whatever YAML made of them."""
+    if value is not None and shape.table.column(column).type == DECIMAL:
+        return Decimal(str(value))
+    return value
+
+
+def _values(row: dict) -> dict:
+    """YAML floats would lose cents: decimals are written as strings or numbers and kept exact."""
+    return {k: Decimal(str(v)) if isinstance(v, float) else v for k, v in row.items()}
+
+
+def _expect(step: Step, oracle: Oracle, entries: dict, time_travel: bool) -> None:
+    """The check's explicit expectations, on the latest snapshot (now) or by time travel to its commit (later)."""
+    label = step.args["label"]
+    for table, spec in step.args["expect"].items():
+        entry = entries[table]
+        how = f"time travel to {entry.commit.instant}" if time_travel else "snapshot"
+        keys = {tuple(row[k] for k in entry.shape.table.primary_key)
+                for kind in ("rows", "deleted", "absent") for row in spec.get(kind, [])}
+        for reader in oracle.readers:
+            rows = reader.as_of(entry.shape, entry.commit, keys) if time_travel else reader.snapshot(entry.shape, keys)
+            problems = _unmet(entry.shape, spec, rows, oracle.hard_deletes(table))
+            if problems:
+                raise ExpectationUnmet(f"line {step.line}, check {label!r}, {table} ({reader.name}, {how}):\n"
+                                       + "\n".join(problems))
+
+
+def _unmet(shape, spec: dict, rows: dict, hard_deletes: bool = False) -> list[str]:
+    """`deleted` keys are soft-deleted rows, or absent from every read when the job hard-deletes."""
+    problems = []
+    key_columns = shape.table.primary_key
+    for expected in spec.get("rows", []):
+        key = tuple(expected[k] for k in key_columns)
+        actual = rows.get(key)
+        if actual is None:
+            problems.append(f"  key {key}: expected a live row, found {'a deleted row' if key in rows else 'none'}")
+            continue
+        for column, value in expected.items():
+            value = _typed(shape, column, value)
+            got = actual[shape.columns.index(column)]
+            if got != value:
+                problems.append(f"  key {key}: column {column}: expected {value!r}, actual {got!r}")
+    for expected in spec.get("deleted", []):
+        key = tuple(expected[k] for k in key_columns)
+        if hard_deletes and key in rows:
+            found = "a soft-deleted row" if rows[key] is None else "a live row"
+            problems.append(f"  key {key}: expected no row (the job hard-deletes), found {found}")
+        elif not hard_deletes and (key not in rows or rows[key] is not None):
+            problems.append(f"  key {key}: expected a soft-deleted row, found {'a live row' if key in rows else 'none'}")
+    for expected in spec.get("absent", []):
+        key = tuple(expected[k] for k in key_columns)
+        if rows.get(key) is not None:
+            problems.append(f"  key {key}: expected no live row, found {rows[key]!r}")
+    return problems

@@ -1,0 +1,187 @@
+"""What the oracle decides from one read of a silver table: given what the table must hold and what each reader
+(Spark, hudi-rs) returned, pass, or fail with the words that say what is wrong. No service is involved: the reads
+are Arrow batches, and the unit tests feed them directly.
+
+In order: every key once and every compared column of its expected type (failures of their own, since the value
+comparison keeps one version per key and `1.5 == 1.50`); the deleted rows; then the live rows, compared as sorted
+Arrow columns first and built as Python rows only when that cannot decide or finds a difference.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from cdc_sandbox.harness.silver import (
+    NotComparableAsArrow,
+    Rows,
+    Shape,
+    arrow_rows,
+    deleted_rows,
+    duplicate_keys,
+    expected_table,
+    live_table,
+    wrong_types,
+)
+
+MAX_DIFF_LINES = 25
+
+
+class OracleMismatch(AssertionError):
+    """Silver differs from what the source says it must hold, or the two readers disagree."""
+
+
+class UnreadableSilver(OracleMismatch):
+    """A reader cannot read what the job wrote (a read fails with an error of the reader's own)."""
+
+
+class DuplicateKeys(OracleMismatch):
+    """A read holds a source key more than once."""
+
+
+class WrongTypes(OracleMismatch):
+    """A silver column's type is not the one its source column maps to."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What one read of a table must hold."""
+
+    shape: Shape
+    rows: Rows  # the live rows by key; with `live_only` False also deleted keys, as None
+    dialect: str  # of the source engine: the column types follow from it
+    deleted: dict[tuple, tuple] = field(default_factory=dict)  # soft-deleted keys the oracle saw deleted: last values
+    truncated: Collection[tuple] = ()  # those of `deleted` that a truncate deleted (`__op='t'`, not 'd')
+    live_keys: Collection[tuple] = ()  # keys the source holds now
+    live_only: bool = True  # a snapshot (live rows only), or a range of changes (deleted rows too)
+    unchanged: Rows = field(default_factory=dict)  # re-delivered keys the read may hold besides `rows`, as they are
+    hard_deletes: bool = False
+    # `rows` as Arrow tables by reader schema, built on first use: judgements of one state may share it.
+    arrow_tables: dict = field(default_factory=dict, compare=False)
+
+
+def judge(where: str, expected: Expectation, reads: dict[str, list],
+          on_rows_built=lambda reader, seconds: None) -> None:
+    """Raise `OracleMismatch` (or `DuplicateKeys`, `WrongTypes`) unless each reader's batches hold what is
+    expected; `where` begins the message. `on_rows_built(reader, seconds)` is told the time Python rows took."""
+    check_keys_and_types(where, expected, reads)
+    check_deleted_rows(where, expected, reads)
+    tables = expected.arrow_tables  # built once per schema when the readers agree on it
+    if expected.live_only and all(equal_as_arrow(expected.shape, batches, expected.rows, tables)
+                                  for batches in reads.values()):
+        return
+    actual_by_reader = {}
+    for name, batches in reads.items():
+        started = time.monotonic()
+        actual = arrow_rows(expected.shape, batches)
+        on_rows_built(name, time.monotonic() - started)
+        shown = {k: v for k, v in actual.items() if v is not None} if expected.live_only else dict(actual)
+        for key, row in expected.unchanged.items():
+            if key not in expected.rows and key in actual and actual[key] == row:
+                shown.pop(key, None)
+        actual_by_reader[name] = shown
+    problems = []
+    names = list(actual_by_reader)
+    if len(names) == 2 and actual_by_reader[names[0]] != actual_by_reader[names[1]]:
+        first, second = (actual_by_reader[n] for n in names)
+        problems.append(f"{names[0]} and {names[1]} disagree ({names[0]} = expected, {names[1]} = actual):\n"
+                        + "\n".join(diff_rows(expected.shape, first, second)))
+    for name, actual in actual_by_reader.items():
+        if actual != expected.rows:
+            problems.append(f"{name}:\n" + "\n".join(diff_rows(expected.shape, expected.rows, actual)))
+    if problems:
+        raise OracleMismatch(where + "\n".join(problems))
+
+
+def check_keys_and_types(where: str, expected: Expectation, reads: dict[str, list]) -> None:
+    duplicates, types = [], []
+    for name, batches in reads.items():
+        for key, commits in list(duplicate_keys(expected.shape, batches).items())[:MAX_DIFF_LINES]:
+            shown = ", ".join(f"{k}={v!r}" for k, v in zip(expected.shape.table.primary_key, key))
+            duplicates.append(f"  {name}: key {shown} held {len(commits)} times, by commits {', '.join(commits)}")
+        if batches:
+            types += [f"  {name}:{line}" for line in wrong_types(expected.shape, batches[0].schema, expected.dialect)]
+    if duplicates:
+        raise DuplicateKeys(where + "a key held more than once:\n" + "\n".join(duplicates))
+    if types:
+        raise WrongTypes(where + "columns of the wrong type:\n" + "\n".join(types))
+
+
+def check_deleted_rows(where: str, expected: Expectation, reads: dict[str, list]) -> None:
+    """Soft deletes: each key the oracle saw deleted is held as a deleted row (`__deleted='true'`, `__op='d'`, or
+    't' where a truncate deleted it) with the values its delete carried (a key deleted before the oracle began is not known, so not checked).
+    Hard deletes: no read holds a deleted row at all. A range of changes is checked on the keys it covers."""
+    hard = expected.hard_deletes
+    covered = None if expected.live_only else set(expected.rows)
+    deleted = {} if hard else {k: row for k, row in expected.deleted.items() if covered is None or k in covered}
+    problems = []
+    for name, batches in reads.items():
+        actual = deleted_rows(expected.shape, batches)
+        for key in sorted(set(deleted) | set(actual), key=repr):
+            if hard or key in deleted or key in expected.live_keys:
+                problems += [f"  {name}: {line}" for line in
+                             deleted_row_problems(expected.shape, key, deleted.get(key), actual.get(key), hard,
+                                                  "t" if key in expected.truncated else "d")]
+    if problems:
+        raise OracleMismatch(where + "deleted rows:\n" + "\n".join(problems[:MAX_DIFF_LINES]))
+
+
+def equal_as_arrow(shape: Shape, batches, expected: Rows, expected_tables: dict) -> bool:
+    """True when the read's live rows equal `expected` value for value (as sorted Arrow columns of the reader's
+    types); False when that is not shown this way."""
+    try:
+        actual = live_table(shape, batches)
+        if actual.schema not in expected_tables:
+            expected_tables[actual.schema] = expected_table(shape, expected, actual.schema)
+        return actual.equals(expected_tables[actual.schema])
+    except NotComparableAsArrow:
+        return False
+
+
+def diff_rows(shape: Shape, expected: Rows, actual: Rows) -> list[str]:
+    """Readable differences: one line per missing or extra key and per differing column."""
+    lines = []
+    for key in sorted(set(expected) | set(actual), key=repr):
+        want, got = expected.get(key, "absent"), actual.get(key, "absent")
+        if want == got:
+            continue
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(shape.table.primary_key, key))
+        if isinstance(want, str) or isinstance(got, str) or want is None or got is None:
+            lines.append(f"  key {shown}: expected {_describe(want)}, actual {_describe(got)}")
+            continue
+        if len(want) != len(got):
+            lines.append(f"  key {shown}: expected {len(want)} columns {want!r}, actual {len(got)} columns {got!r}")
+            continue
+        for column, a, b in zip(shape.columns, want, got):
+            if a != b:
+                lines.append(f"  key {shown}: column {column}: expected {a!r}, actual {b!r}")
+    total = len(lines)
+    if total > MAX_DIFF_LINES:
+        lines = lines[:MAX_DIFF_LINES] + [f"  ... and {total - MAX_DIFF_LINES} more differences"]
+    return lines
+
+
+def deleted_row_problems(shape: Shape, key: tuple, want: tuple | None, got: tuple | None, hard: bool,
+                         want_op: str = "d") -> list[str]:
+    shown = ", ".join(f"{k}={v!r}" for k, v in zip(shape.table.primary_key, key))
+    if hard:
+        return [f"key {shown}: a soft-deleted row; with hard deletes a deleted key must be absent"]
+    if want is None:
+        return [f"key {shown}: deleted in silver, live in the source"]
+    if got is None:
+        return [f"key {shown}: no soft-deleted row (__deleted='true'); the source deleted {want!r}"]
+    row, op = got
+    lines = [f"key {shown}: deleted row's column {c}: expected {a!r}, actual {b!r}"
+             for c, a, b in zip(shape.columns, want, row) if a != b]
+    if op != want_op:
+        lines.append(f"key {shown}: deleted row's __op: expected {want_op!r}, actual {op!r}")
+    return lines
+
+
+def _describe(row) -> str:
+    if row == "absent":
+        return "no row"
+    if row is None:
+        return "deleted"
+    return "row " + repr(row)

@@ -1,0 +1,115 @@
+"""Growing a captured table's topic while changes flow, the way an operator raises a partition count.
+
+Kafka places a keyed message by `murmur2(key bytes) % partitions`, so after a topic grows a key can move to a new,
+empty partition: its next change sits at a smaller offset than its earlier ones. A job that orders a key's changes
+by Kafka offset keeps the older one; ordering by source position does not care. `movers` finds, among the
+keys a topic holds, those that an added partition takes with the smallest growth (Kafka cannot shrink a topic, so
+every growth stays), and `grow` raises the count and stops and resumes the connector so that Debezium's new
+producer sees the new count at once (the old one keeps the old count until its metadata ages out, five minutes).
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions
+
+with warnings.catch_warnings():  # kafka-python loads its protocol schemas through importlib.resources' old API
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka.partitioner.default import murmur2
+
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.sources.changes import close_soon, end_offsets
+from cdc_sandbox.sources.registry import RegistryClient
+from cdc_sandbox.stack.connectors import ConnectClient
+from cdc_sandbox.wait import wait_until
+
+MOST_ADDED = 64  # partitions one growth may add
+
+
+@dataclass(frozen=True)
+class KeyPlace:
+    """A live key's last event in a topic: where it is, and the key's bytes as Debezium wrote them."""
+
+    key: dict
+    key_bytes: bytes
+    partition: int
+    offset: int
+
+
+def partition_for(key_bytes: bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner gives a keyed message (Java's `Utils.toPositive(murmur2(key))`)."""
+    return (murmur2(key_bytes) & 0x7FFFFFFF) % partitions
+
+
+def movers(places: list[KeyPlace], partitions: int) -> Iterator[tuple[int, KeyPlace]]:
+    """Partition counts above `partitions`, smallest first, each with the keys it sends to an added partition. A
+    key whose last event is at offset 0 is left out: its next one, at offset 0 of an empty partition, would not
+    sit below it."""
+    candidates = sorted((p for p in places if p.offset > 0), key=lambda p: p.key_bytes)
+    for count in range(partitions + 1, partitions + MOST_ADDED + 1):
+        for place in candidates:
+            if partition_for(place.key_bytes, count) >= partitions:
+                yield count, place
+
+
+def key_places(bootstrap: str, registry: RegistryClient, topic: str) -> tuple[int, list[KeyPlace]]:
+    """The topic's partition count, and each key's last event if it lies in the partition the key hashes to now
+    and is not a tombstone. Every partition is read to its end; each key is decoded once."""
+    ends = end_offsets(bootstrap, [topic]).get(topic) or {}
+    if not any(ends.values()):
+        raise SandboxError(f"topic {topic} holds no events yet", "load TICKIT first: `sandbox load`")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sandbox-topics-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "log_level": 0})
+    last: dict[bytes, tuple[int, int, bool]] = {}  # key bytes -> partition, offset, tombstone
+    try:
+        remaining = {p: end for p, end in ends.items() if end > 0}
+        consumer.assign([TopicPartition(topic, p, 0) for p in remaining])
+        while remaining:
+            message = consumer.poll(5.0)
+            if message is None:
+                raise SandboxError(f"reading {topic} stalled before its end", "check `sandbox status`")
+            if message.error():
+                continue
+            if message.key() is not None:
+                last[message.key()] = (message.partition(), message.offset(), message.value() is None)
+            if message.offset() + 1 >= remaining.get(message.partition(), 0):
+                remaining.pop(message.partition(), None)
+    finally:
+        close_soon(consumer)
+    return len(ends), [KeyPlace(registry.decode(raw)[1], raw, partition, offset)
+                       for raw, (partition, offset, tombstone) in last.items()
+                       if not tombstone and partition == partition_for(raw, len(ends))]
+
+
+def grow(bootstrap: str, connect_url: str, connector: str, topic: str, count: int) -> None:
+    """Raise the topic to `count` partitions, then stop and resume the connector so that its new producer uses
+    them."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin.create_partitions([NewPartitions(topic, count)], request_timeout=30)[topic].result(timeout=60)
+    wait_until(lambda: len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == count, 30,
+               f"{topic} to show {count} partitions", "see `sandbox logs kafka`")
+    ConnectClient(connect_url).cycle(connector)
+
+
+TOPICS_TIMEOUT = 120  # Debezium creates a table's topic with the first event of its snapshot
+
+
+def unready(admin: AdminClient, topics: list[str]) -> list[str]:
+    """Those of `topics` that do not exist yet, or have a partition without a leader (being created)."""
+    known = admin.list_topics(timeout=10).topics
+    return [topic for topic in topics if topic not in known or known[topic].error is not None
+            or not known[topic].partitions or any(p.leader < 0 for p in known[topic].partitions.values())]
+
+
+def wait_for_topics(bootstrap: str, topics: list[str], timeout: float = TOPICS_TIMEOUT) -> None:
+    """Wait until every topic a job is about to read exists (Spark's Kafka source fails on one that does not)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    missing = unready(admin, topics)
+    if missing:
+        wait_until(lambda: not unready(admin, missing), timeout, f"Debezium to create {', '.join(missing)}",
+                   "see the connectors in `sandbox status` and `sandbox logs connect`", interval=0.5)

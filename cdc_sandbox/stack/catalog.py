@@ -1,0 +1,258 @@
+"""A captured table's schema: TICKIT's as `tickit_data` declares it, a project's read back from the catalog of the
+database its DDL created it in (columns, types, nullability, primary key), so the team keeps one description of
+its schema: the DDL.
+
+`logical_column` is the one mapping from a source's SQL type to the sandbox's logical types (`cdc_sandbox.schema`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from cdc_sandbox.config import CapturedTable, Settings
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.schema import (BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP,
+                            TIMESTAMPTZ, UUID, Column, Table)
+from cdc_sandbox.stack.databases import connection
+from cdc_sandbox.tickit_data.ddl import dialect_of, qualified, quote
+
+SUPPORTED = {
+    "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, an enum type, date, "
+                "timestamp, timestamptz, boolean, json, jsonb, uuid, bytea",
+    "mysql": "tinyint(1)/boolean, smallint, int, bigint (signed or unsigned), decimal(p,s), varchar(n), char(n), "
+             "text, enum, date, datetime(p), timestamp(p), json, binary, varbinary, blob",
+}
+MAX_PRECISION = 38
+_cache: dict[tuple, dict[str, Table]] = {}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one captured table lives: its schema, the topology entry and the SQL dialect of its engine."""
+
+    table: Table
+    captured: CapturedTable
+    dialect: str
+
+    @property
+    def name(self) -> str:
+        return qualified(self.dialect, self.captured.namespace, self.table.name)
+
+    def insert_sql(self, columns) -> str:
+        """INSERT of one row of these columns, its values as driver parameters."""
+        names = ", ".join(quote(self.dialect, c) for c in columns)
+        return f"INSERT INTO {self.name} ({names}) VALUES ({', '.join(['%s'] * len(columns))})"
+
+
+def placements(settings: Settings, namespace_suffix: str = "") -> list[Placement]:
+    """The captured tables in load order (TICKIT's parents first; a project's in the order of its DDL), each where
+    the project file puts it."""
+    result = []
+    for name in load_order(settings):
+        table, captured = table_schema(settings, name), settings.topology.table(name)
+        if namespace_suffix:
+            captured = replace(captured, namespace=captured.namespace + namespace_suffix)
+        engine = settings.topology.sources[captured.source].engine
+        result.append(Placement(table, captured, dialect_of(engine)))
+    return result
+
+
+def load_order(settings: Settings) -> list[str]:
+    if settings.topology.is_tickit:
+        from cdc_sandbox.tickit_data import TABLE_NAMES
+
+        return list(TABLE_NAMES)
+    return [captured.name for captured in settings.topology.tables]
+
+
+def placement_of(settings: Settings, table: str) -> Placement:
+    return next(p for p in placements(settings) if p.table.name == table)
+
+
+def table_schema(settings: Settings, name: str) -> Table:
+    """The table's columns and key: TICKIT's declared ones, or what the source's catalog says."""
+    topology = settings.topology
+    if topology.is_tickit:
+        from cdc_sandbox.tickit_data import get_table
+
+        return get_table(name)
+    captured = topology.table(name)
+    tables = source_tables(settings, captured.source)
+    if name not in tables:
+        source = topology.sources[captured.source]
+        raise SandboxError(f"table {captured.namespace}.{name} of {source.ddl} is not in {captured.source}'s catalog",
+                           "bring the sandbox up with this project file (`sandbox up`): it runs the DDL")
+    return tables[name]
+
+
+def source_tables(settings: Settings, source: str, fresh: bool = False) -> dict[str, Table]:
+    """Every captured table of a source as its catalog describes it, read once per process (`fresh` reads again)."""
+    key = (str(settings.topology.file), source, settings.endpoint(source).address)
+    if fresh or key not in _cache:
+        captured = [t for t in settings.topology.tables if t.source == source]
+        modes = settings.topology.sources[source].debezium
+        _cache[key] = {name: as_carried(table, modes) for name, table in
+                       read_catalog(settings, source, captured).items()}
+    return _cache[key]
+
+
+def as_carried(table: Table, debezium: dict[str, str]) -> Table:
+    """The table's columns as the connector carries them under its settings (`Column.carried`): what silver may
+    hold. `decimal.handling.mode` string or double, `binary.handling.mode` base64 or hex, `time.precision.mode`
+    connect (timestamps in milliseconds)."""
+    decimal = debezium.get("decimal.handling.mode", "precise")
+    binary = debezium.get("binary.handling.mode", "bytes")
+    millis = debezium.get("time.precision.mode") == "connect"
+
+    def carried(column: Column) -> str:
+        unsigned_bigint = column.unsigned and (column.sql_type or "").lower().startswith("bigint")
+        if column.type in (DECIMAL, NUMBER) and decimal in ("string", "double") and not unsigned_bigint:
+            return decimal
+        if column.type == BYTES and binary != "bytes":
+            return "hex" if binary == "hex" else "base64"
+        if column.type == TIMESTAMP and millis:
+            return "millis"
+        return ""
+
+    return replace(table, columns=tuple(replace(c, carried=carried(c)) for c in table.columns))
+
+
+def forget() -> None:
+    """Read the catalogs again next time (after DDL ran)."""
+    _cache.clear()
+
+
+def read_catalog(settings: Settings, source: str, captured: list[CapturedTable]) -> dict[str, Table]:
+    dialect = "postgres" if source == "postgres" else "mysql"
+    with connection(settings, source, settings.topology.sources[source].database if source == "postgres" else None) \
+            as conn, conn.cursor() as cur:
+        read = _postgres_table if dialect == "postgres" else _mysql_table
+        found = {}
+        for table in captured:
+            described = read(cur, table.namespace, table.name)
+            if described is not None:
+                found[table.name] = described
+        conn.commit()
+    return found
+
+
+def _postgres_table(cur, schema: str, name: str) -> Table | None:
+    cur.execute("SELECT to_regclass(%s)", (f'"{schema}"."{name}"',))
+    (oid,) = cur.fetchone()
+    if oid is None:
+        return None
+    cur.execute(
+        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, "
+        "       CASE WHEN t.typtype = 'e' THEN (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder) "
+        "                                       FROM pg_enum e WHERE e.enumtypid = t.oid) END "
+        "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+        "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+        (f'"{schema}"."{name}"',))
+    columns = tuple(logical_column("postgres", name, column, sql_type, nullable, tuple(labels or ()))
+                    for column, sql_type, nullable, labels in cur.fetchall())
+    cur.execute(
+        "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+        "WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)",
+        (f'"{schema}"."{name}"',))
+    key = tuple(row[0] for row in cur.fetchall())
+    cur.execute(
+        "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+        "WHERE i.indrelid = %s::regclass AND i.indisunique AND NOT i.indisprimary AND i.indnatts = 1",
+        (f'"{schema}"."{name}"',))
+    return _with_unique(Table(name, columns, key), {row[0] for row in cur.fetchall()})
+
+
+def _mysql_table(cur, database: str, name: str) -> Table | None:
+    cur.execute("SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE = 'YES' FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (database, name))
+    described = cur.fetchall()
+    if not described:
+        return None
+    json_columns = _mysql_json_columns(cur, database, name)
+    columns = tuple(logical_column("mysql", name, column, "json" if column in json_columns else sql_type, bool(nullable))
+                    for column, sql_type, nullable in described)
+    cur.execute("SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s AND "
+                "TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION", (database, name))
+    key = tuple(row[0] for row in cur.fetchall())
+    cur.execute("SELECT MIN(COLUMN_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND "
+                "TABLE_NAME = %s AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' GROUP BY INDEX_NAME "
+                "HAVING COUNT(*) = 1", (database, name))
+    return _with_unique(Table(name, columns, key), {row[0] for row in cur.fetchall()})
+
+
+def _with_unique(table: Table, unique: set[str]) -> Table:
+    return replace(table, columns=tuple(replace(c, unique=c.name in unique) for c in table.columns))
+
+
+def _mysql_json_columns(cur, database: str, name: str) -> set[str]:
+    """MariaDB keeps `json` as longtext with a json_valid check; MySQL reports `json` itself."""
+    cur.execute("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = %s "
+                "AND TABLE_NAME = %s", (database, name))
+    return {match.group(1) for (clause,) in cur.fetchall()
+            for match in [re.fullmatch(r"json_valid\(`([^`]+)`\)", clause.strip())] if match}
+
+
+_LENGTH = re.compile(r"\((\d+)(?:,\s*(\d+))?\)")
+
+
+def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable: bool,
+                   labels: tuple[str, ...] = ()) -> Column:
+    """The logical column for a SQL type as the source's catalog names it; a type the sandbox cannot compare
+    exactly is refused, naming the table and column."""
+    text = sql_type.lower().strip()
+    size = _LENGTH.search(text)
+    first, second = (int(size.group(1)), int(size.group(2)) if size.group(2) else None) if size else (None, None)
+    base = _LENGTH.sub("", text).replace(" zerofill", "").strip()
+    column = dict(name=name, nullable=nullable, sql_type=sql_type)
+    if labels or base.startswith("enum"):
+        return Column(type=STR, labels=labels or _enum_labels(sql_type), **column)
+    logical = (_postgres_type if dialect == "postgres" else _mysql_type)(base, first, second)
+    if logical is None:
+        raise SandboxError(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",
+                           f"use one of: {SUPPORTED[dialect]}")
+    kind, options = logical
+    if kind == DECIMAL and options["precision"] > MAX_PRECISION:
+        raise SandboxError(f"{table}.{name} has type {sql_type}: Spark's and Hudi's decimals hold {MAX_PRECISION} "
+                           f"digits at most", f"use a precision up to {MAX_PRECISION}")
+    return Column(type=kind, **column, **options)
+
+
+def _postgres_type(base: str, first: int | None, second: int | None):
+    if base in ("character varying", "varchar", "character", "char"):
+        return STR, {"max_length": first, "fixed_length": base in ("character", "char")}
+    if base in ("numeric", "decimal"):
+        return (DECIMAL, {"precision": first, "scale": second or 0}) if first else (NUMBER, {})
+    if base.startswith("timestamp"):
+        return (TIMESTAMPTZ if "with time zone" in base else TIMESTAMP), {}
+    simple = {"smallint": SMALLINT, "integer": INT, "bigint": BIGINT, "text": STR, "date": DATE, "boolean": BOOL,
+              "json": JSON, "jsonb": JSON, "uuid": UUID, "bytea": BYTES}
+    return (simple[base], {}) if base in simple else None
+
+
+def _mysql_type(base: str, first: int | None, second: int | None):
+    unsigned = base.endswith(" unsigned")
+    base = base.removesuffix(" unsigned").strip()
+    if base in ("tinyint", "bool", "boolean") and (first == 1 or base != "tinyint"):
+        return BOOL, {}
+    if base == "bigint":
+        return (DECIMAL, {"precision": 20, "scale": 0, "unsigned": True}) if unsigned else (BIGINT, {})
+    integers = {"smallint": SMALLINT, "mediumint": INT, "int": INT, "integer": INT}
+    if base in integers:
+        widened = {SMALLINT: INT, INT: BIGINT}  # Debezium widens an unsigned integer to the next type
+        kind = integers[base]
+        return (widened[kind] if unsigned else kind), {"unsigned": unsigned}
+    if base in ("decimal", "numeric"):
+        return DECIMAL, {"precision": first or 10, "scale": second or 0, "unsigned": unsigned}
+    if base in ("varchar", "char"):
+        return STR, {"max_length": first, "fixed_length": base == "char"}
+    if base in ("text", "tinytext", "mediumtext", "longtext"):
+        return STR, {}
+    if base in ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob"):
+        return BYTES, {}
+    simple = {"date": DATE, "datetime": TIMESTAMP, "timestamp": TIMESTAMPTZ, "json": JSON}
+    return (simple[base], {}) if base in simple else None
+
+
+def _enum_labels(sql_type: str) -> tuple[str, ...]:
+    return tuple(label.replace("''", "'") for label in re.findall(r"'((?:[^']|'')*)'", sql_type))

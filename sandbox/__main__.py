@@ -1,3 +1,0 @@
-from sandbox.cli import app
-
-app()
