@@ -577,11 +577,11 @@ def _read_silver(settings: Settings, config, table: str, engine: str, as_of, aft
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    from cdc_sandbox.harness.pipeline import spark_for
+    from cdc_sandbox.harness.catalog_sql import command_session
     from cdc_sandbox.spark_jobs import queries
     from cdc_sandbox.spark_jobs.failures import cause_line
 
-    spark = spark_for(settings, config)
+    spark = command_session(settings, config)
     try:
         frame = queries.incremental(spark, path, after, until) if after else \
             queries.time_travel(spark, path, as_of) if as_of else queries.snapshot(spark, path)

@@ -41,18 +41,24 @@ class Result:
 
 def catalog_session(settings: Settings, database: str | None = None):
     """A Spark session on the sandbox's metastore, in `database` (default: the jobs' silver database)."""
-    from cdc_sandbox.harness.pipeline import spark_for
-
     require_metastore(settings, "start it with `make up` (see `sandbox status`)")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark warns that the host name is a loopback
     config = job.job_config(settings, metastore_uri=thrift_uri(settings))
-    spark = spark_for(settings, config, java_options=f"-Dlog4j2.configurationFile={spark_log_config(settings)}")
+    spark = command_session(settings, config)
     database = database or config.catalog_database
     if not spark.catalog.databaseExists(database):
         raise SandboxError(f"the metastore has no database {database}",
                            "`sandbox job run` writes silver and syncs its tables into tickit_cdc_hudi")
     spark.catalog.setCurrentDatabase(database)
     return spark
+
+
+def command_session(settings: Settings, config):
+    """A Spark session for a CLI command: its log goes to the sandbox's `sql` log, so the command prints its answer
+    alone."""
+    from cdc_sandbox.harness.pipeline import spark_for
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark warns that the host name is a loopback
+    return spark_for(settings, config, java_options=f"-Dlog4j2.configurationFile={spark_log_config(settings)}")
 
 
 def spark_log_config(settings: Settings) -> str:

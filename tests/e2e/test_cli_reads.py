@@ -18,6 +18,7 @@ def sandbox_json(*args: str) -> list[dict]:
     done = subprocess.run([sys.executable, "-m", "cdc_sandbox", *args, "--json"], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert not done.stderr, f"a command's output is its answer alone (Spark's log goes to the sandbox's):\n{done.stderr}"
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
