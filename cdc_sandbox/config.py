@@ -161,10 +161,16 @@ def project_file(env: dict[str, str], cwd: Path | None = None) -> Path:
     return here.resolve() if here.is_file() else TOPOLOGY_FILE
 
 
-def default_state_dir(project: Path) -> Path:
-    """`.sandbox` beside the project file: a team's sandbox lives in its repository; TICKIT's, the default when no
-    project file is found, in the working directory (never inside the installed package)."""
-    return (Path.cwd() if project == TOPOLOGY_FILE else project.parent) / ".sandbox"
+def default_state_dir(project: Path, env: dict[str, str]) -> Path:
+    """`.sandbox` beside the project file: a team's sandbox lives in its repository. TICKIT's, the default when no
+    project file is found, lives in the checkout the package runs from, or else in the user's state directory
+    (`$XDG_STATE_HOME/cdc-sandbox/tickit`, or under `~/.local/state`): never inside an installed package."""
+    if project != TOPOLOGY_FILE:
+        return project.parent / ".sandbox"
+    checkout = PACKAGE_DIR.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / ".git").exists():
+        return checkout / ".sandbox"
+    return Path(env.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "cdc-sandbox" / "tickit"
 
 
 def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
@@ -324,7 +330,7 @@ class Settings:
         """`backend` overrides SANDBOX_BACKEND and the recorded choice (used once `sandbox up` has chosen)."""
         env = dict(os.environ if env is None else env)
         project = project_file(env)
-        state_dir = Path(env.get("SANDBOX_STATE_DIR") or default_state_dir(project)).resolve()
+        state_dir = Path(env.get("SANDBOX_STATE_DIR") or default_state_dir(project, env)).resolve()
         tools_dir = Path(env.get("SANDBOX_TOOLS_DIR") or user_cache_dir(env) / "tools").resolve()
         backend = backend or _backend_from_env(env) or _read_recorded_backend(state_dir)
         recorded = _read_recorded_ports(state_dir)

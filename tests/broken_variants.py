@@ -21,18 +21,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, Window, functions as F
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.harness.oracle import NotOneBatch
 from cdc_sandbox.harness.pipeline import SilverBehind
 from cdc_sandbox.harness.verdict import OracleMismatch
 from cdc_sandbox.schema import DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ
-from cdc_sandbox.stack import catalog
 from cdc_sandbox.spark_jobs import cdc_hudi_job
 from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
 from cdc_sandbox.spark_jobs.job_config import TableSpec
+from cdc_sandbox.stack import catalog
 from cdc_sandbox.tickit_data.schema import get_table
 
 SUITES = ["cdc_sandbox/fixtures/scenarios"]
@@ -267,6 +266,34 @@ NEEDS = {
         for t in tables)),
     "skip-table": ("table venue", lambda settings, tables: any(t.name == "venue" for t in tables)),
 }
+
+
+@dataclass(frozen=True)
+class Catch:
+    """The failure a variant must cause, and no other: the check that finds it (a `verdict.Finding`'s), the table,
+    and the column it names; without a column, the keys whose rows are missing, extra or held twice (or, for
+    "behind", the table alone)."""
+
+    check: str
+    table: str
+    column: str | None = None
+
+    def matches(self, finding) -> bool:
+        if finding is None or (finding.check, finding.table) != (self.check, self.table):
+            return False
+        return self.column in finding.columns if self.column else bool(finding.keys) or self.check == "behind"
+
+    def __str__(self) -> str:
+        return f"{self.check} of {self.table} " + (f"(column {self.column})" if self.column else "(rows by key)")
+
+
+def caught_as(error: BaseException, catches: tuple[Catch, ...]) -> str:
+    """"" when `error` is one of `catches`, else what it is instead (for the assertion's message)."""
+    finding = getattr(error, "finding", None)
+    if any(catch.matches(finding) for catch in catches):
+        return ""
+    expected = " or ".join(map(str, catches))
+    return f"expected {expected}; caught as {finding or type(error).__name__}:\n{error}"
 
 
 def unmet_need(variant: str, settings, tables: list) -> str:

@@ -16,8 +16,9 @@ import statistics
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from tests import PROJECT_ROOT
 

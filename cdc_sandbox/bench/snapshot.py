@@ -13,9 +13,9 @@ from confluent_kafka.admin import AdminClient
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.sources.changes import watermarks
+from cdc_sandbox.stack.catalog import placements
 from cdc_sandbox.stack.connectors import ConnectClient, connector_config, connector_states, failure_trace
 from cdc_sandbox.stack.credentials import login
-from cdc_sandbox.stack.catalog import placements
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.wait import wait_until
 

@@ -17,7 +17,6 @@ from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness import job
 from cdc_sandbox.stack.services.metastore import require_metastore, thrift_uri
 
-
 # Spark's own log (a failed statement's stack traces among it) goes to a file: the shell prints each error's cause in
 # one line.
 LOG4J2 = """\

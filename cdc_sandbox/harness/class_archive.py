@@ -17,9 +17,9 @@ import shutil
 from pathlib import Path
 
 from cdc_sandbox.config import Settings
+from cdc_sandbox.spark_jobs.job_config import JobConfig
 from cdc_sandbox.stack import install
 from cdc_sandbox.stack.class_sharing import ServiceArchive
-from cdc_sandbox.spark_jobs.job_config import JobConfig
 
 ARCHIVE_NAME = "spark-driver"
 SPARK_HOME_PARTS = ("bin", "python")  # the launcher scripts, and the Python files Spark puts on its Python's path

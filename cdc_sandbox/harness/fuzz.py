@@ -30,11 +30,27 @@ from pyspark.errors import StreamingQueryException
 
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness import scenario as scenarios
+from cdc_sandbox.schema import (
+    BIGINT,
+    BOOL,
+    BYTES,
+    DATE,
+    DECIMAL,
+    INT,
+    INTEGER_RANGES,
+    JSON,
+    NUMBER,
+    SMALLINT,
+    STR,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UUID,
+    Column,
+    Table,
+)
 from cdc_sandbox.sources.mutations import added_column, random_value
 from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.tickit_data.schema import get_table
-from cdc_sandbox.schema import (BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR,
-                            TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table)
 
 FUZZ_KEY_BASE = {SMALLINT: 30_000, INT: 2_000_000_000, BIGINT: 2**62}  # above every TICKIT key
 FUZZ_KEYS_PER_TABLE = 24

@@ -20,11 +20,11 @@ from cdc_sandbox.config import PACKAGE_DIR, CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness import class_archive
 from cdc_sandbox.harness.checkpoint import delete_prefix, on_s3, split_uri, unvouched_batch
+from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
+from cdc_sandbox.spark_jobs.session import driver_conf
 from cdc_sandbox.stack import jvm
 from cdc_sandbox.stack.catalog import table_schema
 from cdc_sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY, s3_client
-from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
-from cdc_sandbox.spark_jobs.session import driver_conf
 
 JOB_FILE = PACKAGE_DIR / "spark_jobs" / "cdc_hudi_job.py"
 JOB_FAILED = "job failed: "  # begins the line naming the cause of a failed run

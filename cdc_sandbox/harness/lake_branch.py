@@ -26,10 +26,10 @@ from cdc_sandbox.harness import job
 from cdc_sandbox.harness.checkpoint import committed_offsets, delete_prefix, object_keys, split_uri
 from cdc_sandbox.harness.pipeline import BatchFailed, Pipeline
 from cdc_sandbox.sources.changes import close_soon, end_offsets
-from cdc_sandbox.stack.services.localstack import s3_client
 from cdc_sandbox.spark_jobs.cdc_hudi_job import STAMPED_WRITE_SUPPORT, written_with_buckets
 from cdc_sandbox.spark_jobs.decode import POSITION_LAYOUT
 from cdc_sandbox.spark_jobs.job_config import JobConfig
+from cdc_sandbox.stack.services.localstack import s3_client
 
 BASELINE = "_baseline"
 RETAINED_COMMITS = 2

@@ -26,14 +26,14 @@ from dataclasses import dataclass, field, replace
 from cdc_sandbox.config import Settings
 from cdc_sandbox.harness.silver import Rows, RustSilver, Shape, SparkSilver
 from cdc_sandbox.harness.timeline import Commit
-from cdc_sandbox.harness.verdict import Expectation, UnreadableSilver, judge
+from cdc_sandbox.harness.verdict import READ_CHECKS, Expectation, Finding, UnreadableSilver, judge
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
 from cdc_sandbox.sources.mutations import Change, Mutator, added_column
 from cdc_sandbox.sources.positions import position_floor
 from cdc_sandbox.sources.registry import RegistryClient
+from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.stack.catalog import Placement, table_schema
 from cdc_sandbox.stack.databases import table_connection
-from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.tickit_data.ddl import quote
 
 TABLE_CHECK_THREADS = 4
@@ -436,7 +436,8 @@ class Oracle:
         with ThreadPoolExecutor(len(readers)) as pool:  # Spark works in its JVM meanwhile
             reads = {reader.name: pool.submit(_timed, read, reader) for reader in readers}
             for name, future in reads.items():
-                batches_by_reader[name], seconds = _read_or_name_why(future, self._where(what, entry), name)
+                batches_by_reader[name], seconds = _read_or_name_why(future, self._where(what, entry), name,
+                                                                     entry.table)
                 self._count_read(name, seconds, len(expected))
         with STATS_LOCK:
             if what.startswith("time travel"):
@@ -449,7 +450,8 @@ class Oracle:
                                   unchanged=unchanged or {}, hard_deletes=self.hard_deletes(entry.table),
                                   arrow_tables=entry.arrow_tables if expected is entry.state else {})
         judge(self._where(what, entry), expectation, batches_by_reader,
-              on_rows_built=lambda name, seconds: self._count_read(name, seconds, 0))
+              on_rows_built=lambda name, seconds: self._count_read(name, seconds, 0),
+              check=next(check for check in READ_CHECKS if what.startswith(check)))
 
     def hard_deletes(self, table: str) -> bool:
         """Whether the job drops deleted rows of this table (its own setting, else the job's)."""
@@ -502,14 +504,15 @@ def _history_size(entries: list[Recorded]) -> int:
     return sum(len(entry.state) for entry in entries)
 
 
-def _read_or_name_why(future, where: str, reader: str):
+def _read_or_name_why(future, where: str, reader: str, table: str):
     """A reader's result; its failure (an error of Spark, py4j or hudi-rs) as `UnreadableSilver`, in one line."""
     try:
         return future.result()
     except Exception as exc:
         if not _from_a_reader(exc):
             raise  # the harness's own
-        raise UnreadableSilver(f"{where}{reader} cannot read it: {cause_line(exc)}") from exc
+        raise UnreadableSilver(f"{where}{reader} cannot read it: {cause_line(exc)}",
+                               Finding("unreadable", table)) from exc
 
 
 def _from_a_reader(exc: Exception) -> bool:

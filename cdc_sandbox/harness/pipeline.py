@@ -21,19 +21,25 @@ from pyspark.errors import StreamingQueryException
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness import class_archive, job, jobs
-from cdc_sandbox.harness import timeline as commit_timeline
-from cdc_sandbox.harness.checkpoint import batch_start_offsets, committed_offsets, on_s3, planned_offsets, settled_offsets
+from cdc_sandbox.harness import class_archive, job, jobs, timeline as commit_timeline
+from cdc_sandbox.harness.checkpoint import (
+    batch_start_offsets,
+    committed_offsets,
+    on_s3,
+    planned_offsets,
+    settled_offsets,
+)
 from cdc_sandbox.harness.timeline import Commit
+from cdc_sandbox.harness.verdict import Finding, Verdict
 from cdc_sandbox.sources import topics
 from cdc_sandbox.sources.tickit import normalized_rows
-from cdc_sandbox.stack.services.localstack import s3_client
-from cdc_sandbox.wait import wait_until
 from cdc_sandbox.spark_jobs import cdc_hudi_job, queries
 from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.spark_jobs.job_config import JobConfig
 from cdc_sandbox.spark_jobs.session import spark_session
 from cdc_sandbox.stack.catalog import table_schema
+from cdc_sandbox.stack.services.localstack import s3_client
+from cdc_sandbox.wait import wait_until
 
 # The harness's in-process job gives up on an unreachable S3 within seconds: a test that stops the stack under a
 # running job gets it back at once. With S3A's defaults (20 SDK attempts within each of 7 S3A retries) a stop under
@@ -88,7 +94,7 @@ class BatchFailed(SandboxError):
         self.text = str(failure)
 
 
-class SilverBehind(AssertionError):
+class SilverBehind(Verdict):
     """The job consumed a round's change from Kafka but silver never committed it."""
 
 
@@ -327,7 +333,7 @@ class Pipeline:
                     f"silver {table} in {self.config.lake} has no commit at source position {targets[table]}, yet the "
                     f"job has committed {topic} partition {partition} up to offset {done}, past the change at offset "
                     f"{offset}: it read the change and did not write it (latest commit: "
-                    f"{self._latest_commit(table)})")
+                    f"{self._latest_commit(table)})", Finding("behind", table))
 
     def _latest_commit(self, table: str) -> str:
         commits = self.timeline(table)
@@ -360,7 +366,8 @@ class Pipeline:
         for table, commits in latest.items():
             if not commits:
                 raise SilverBehind(f"silver {table} in {self.config.lake} has no commit, yet the job {self.job.name} "
-                                   f"has committed its topic past the round's change at offset {landmarks[table][1]}")
+                                   f"has committed its topic past the round's change at offset {landmarks[table][1]}",
+                                   Finding("behind", table))
             reached[table] = commits[-1]
         return len(reached) == len(targets)
 

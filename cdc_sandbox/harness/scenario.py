@@ -18,12 +18,25 @@ from cdc_sandbox.config import Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.oracle import Oracle
 from cdc_sandbox.harness.pipeline import BatchFailed
-from cdc_sandbox.harness.verdict import OracleMismatch
+from cdc_sandbox.harness.verdict import Finding, OracleMismatch
+from cdc_sandbox.schema import (
+    BOOL,
+    BYTES,
+    DATE,
+    DECIMAL,
+    INTEGER_RANGES,
+    JSON,
+    NUMBER,
+    STR,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UUID,
+    Column,
+    Table,
+)
 from cdc_sandbox.sources import topics
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
 from cdc_sandbox.sources.mutations import LOGICAL_TYPES, Mutator
-from cdc_sandbox.schema import (BOOL, BYTES, DATE, DECIMAL, INTEGER_RANGES, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ,
-                            UUID, Column, Table)
 from cdc_sandbox.stack import catalog
 from cdc_sandbox.tickit_data.schema import get_table
 
@@ -556,33 +569,38 @@ def _expect(step: Step, oracle: Oracle, entries: dict, time_travel: bool) -> Non
             problems = _unmet(entry.shape, spec, rows, oracle.hard_deletes(table))
             if problems:
                 raise ExpectationUnmet(f"line {step.line}, check {label!r}, {table} ({reader.name}, {how}):\n"
-                                       + "\n".join(problems))
+                                       + "\n".join(line for _, _, line in problems),
+                                       Finding("expectation", table, frozenset(c for _, c, _ in problems if c),
+                                               frozenset(k for k, c, _ in problems if not c)))
 
 
-def _unmet(shape, spec: dict, rows: dict, hard_deletes: bool = False) -> list[str]:
-    """`deleted` keys are soft-deleted rows, or absent from every read when the job hard-deletes."""
+def _unmet(shape, spec: dict, rows: dict, hard_deletes: bool = False) -> list[tuple[tuple, str | None, str]]:
+    """(key, column or None for the whole row, line) for each expectation the rows miss. `deleted` keys are
+    soft-deleted rows, or absent from every read when the job hard-deletes."""
     problems = []
     key_columns = shape.table.primary_key
     for expected in spec.get("rows", []):
         key = tuple(expected[k] for k in key_columns)
         actual = rows.get(key)
         if actual is None:
-            problems.append(f"  key {key}: expected a live row, found {'a deleted row' if key in rows else 'none'}")
+            found = "a deleted row" if key in rows else "none"
+            problems.append((key, None, f"  key {key}: expected a live row, found {found}"))
             continue
         for column, value in expected.items():
             value = _typed(shape, column, value)
             got = actual[shape.columns.index(column)]
             if got != value:
-                problems.append(f"  key {key}: column {column}: expected {value!r}, actual {got!r}")
+                problems.append((key, column, f"  key {key}: column {column}: expected {value!r}, actual {got!r}"))
     for expected in spec.get("deleted", []):
         key = tuple(expected[k] for k in key_columns)
         if hard_deletes and key in rows:
             found = "a soft-deleted row" if rows[key] is None else "a live row"
-            problems.append(f"  key {key}: expected no row (the job hard-deletes), found {found}")
+            problems.append((key, None, f"  key {key}: expected no row (the job hard-deletes), found {found}"))
         elif not hard_deletes and (key not in rows or rows[key] is not None):
-            problems.append(f"  key {key}: expected a soft-deleted row, found {'a live row' if key in rows else 'none'}")
+            found = "a live row" if key in rows else "none"
+            problems.append((key, None, f"  key {key}: expected a soft-deleted row, found {found}"))
     for expected in spec.get("absent", []):
         key = tuple(expected[k] for k in key_columns)
         if rows.get(key) is not None:
-            problems.append(f"  key {key}: expected no live row, found {rows[key]!r}")
+            problems.append((key, None, f"  key {key}: expected no live row, found {rows[key]!r}"))
     return problems

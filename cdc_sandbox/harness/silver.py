@@ -21,10 +21,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_sandbox.harness.timeline import Commit
+from cdc_sandbox.schema import (
+    BIGINT,
+    BOOL,
+    BYTES,
+    DATE,
+    DECIMAL,
+    INT,
+    JSON,
+    NUMBER,
+    SMALLINT,
+    STR,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UUID,
+    Column,
+    Table,
+)
 from cdc_sandbox.sources.normalize import normalize_column, row_normalizer
 from cdc_sandbox.spark_jobs import queries
-from cdc_sandbox.schema import (BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP,
-                            TIMESTAMPTZ, UUID, Column, Table)
 
 Rows = dict[tuple, "tuple | None"]
 META_COLUMNS = ("__deleted", "_hoodie_commit_time", "__op")
@@ -270,17 +285,18 @@ def arrow_type(column: Column, dialect: str) -> pa.DataType:
     return own[column.type]
 
 
-def wrong_types(shape: Shape, schema: pa.Schema, dialect: str) -> list[str]:
-    """One line per compared column whose type in a read is not `arrow_type`'s. A column the read does not have (or
-    has only as NULLs of no type, e.g. time travel to before it was added) is left to the value comparison."""
-    lines = []
+def wrong_types(shape: Shape, schema: pa.Schema, dialect: str) -> dict[str, str]:
+    """A line for each compared column whose type in a read is not `arrow_type`'s, by column. A column the read does
+    not have (or has only as NULLs of no type, e.g. time travel to before it was added) is left to the value
+    comparison."""
+    lines = {}
     for column in shape.table.columns:
         if column.name not in schema.names or pa.types.is_null(schema.field(column.name).type):
             continue
         expected, actual = arrow_type(column, dialect), schema.field(column.name).type
         if actual != expected and not _same_instants(expected, actual):
-            lines.append(f"  column {column.name} ({column.original_sql_type} in the source): expected {expected}, "
-                         f"actual {actual}")
+            lines[column.name] = (f"  column {column.name} ({column.original_sql_type} in the source): "
+                                  f"expected {expected}, actual {actual}")
     return lines
 
 

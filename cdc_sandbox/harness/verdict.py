@@ -26,9 +26,36 @@ from cdc_sandbox.harness.silver import (
 )
 
 MAX_DIFF_LINES = 25
+ABSENT = "absent"  # a key a read or the expectation does not hold
+READ_CHECKS = ("snapshot", "time travel", "incremental")  # the reads the oracle compares with the source
 
 
-class OracleMismatch(AssertionError):
+@dataclass(frozen=True)
+class Finding:
+    """What a failed check names, so that a test can expect one failure and no other: the check (a read's
+    `READ_CHECKS`, or "types", "duplicates", "deletes", "unreadable", "behind"), the table, and the columns whose
+    values differ or the keys whose rows are missing, extra or held twice."""
+
+    check: str
+    table: str
+    columns: frozenset[str] = frozenset()
+    keys: frozenset[tuple] = frozenset()
+
+    def __str__(self) -> str:
+        named = [f"columns {', '.join(sorted(self.columns))}"] if self.columns else []
+        named += [f"{len(self.keys)} keys' rows"] if self.keys else []
+        return f"{self.check} of {self.table}" + (f" ({'; '.join(named)})" if named else "")
+
+
+class Verdict(AssertionError):
+    """A check of silver failed; `finding` says which, where (None for a check that names no table)."""
+
+    def __init__(self, message: str, finding: Finding | None = None):
+        super().__init__(message)
+        self.finding = finding
+
+
+class OracleMismatch(Verdict):
     """Silver differs from what the source says it must hold, or the two readers disagree."""
 
 
@@ -62,9 +89,10 @@ class Expectation:
 
 
 def judge(where: str, expected: Expectation, reads: dict[str, list],
-          on_rows_built=lambda reader, seconds: None) -> None:
+          on_rows_built=lambda reader, seconds: None, check: str = "snapshot") -> None:
     """Raise `OracleMismatch` (or `DuplicateKeys`, `WrongTypes`) unless each reader's batches hold what is
-    expected; `where` begins the message. `on_rows_built(reader, seconds)` is told the time Python rows took."""
+    expected; `where` begins the message, `check` names the read (one of `READ_CHECKS`) in its finding.
+    `on_rows_built(reader, seconds)` is told the time Python rows took."""
     check_keys_and_types(where, expected, reads)
     check_deleted_rows(where, expected, reads)
     tables = expected.arrow_tables  # built once per schema when the readers agree on it
@@ -81,7 +109,7 @@ def judge(where: str, expected: Expectation, reads: dict[str, list],
             if key not in expected.rows and key in actual and actual[key] == row:
                 shown.pop(key, None)
         actual_by_reader[name] = shown
-    problems = []
+    problems, columns, keys = [], set(), set()
     names = list(actual_by_reader)
     if len(names) == 2 and actual_by_reader[names[0]] != actual_by_reader[names[1]]:
         first, second = (actual_by_reader[n] for n in names)
@@ -90,22 +118,31 @@ def judge(where: str, expected: Expectation, reads: dict[str, list],
     for name, actual in actual_by_reader.items():
         if actual != expected.rows:
             problems.append(f"{name}:\n" + "\n".join(diff_rows(expected.shape, expected.rows, actual)))
+            columns, keys = columns | differing_columns(expected.shape, expected.rows, actual), \
+                keys | differing_rows(expected.rows, actual)
     if problems:
-        raise OracleMismatch(where + "\n".join(problems))
+        raise OracleMismatch(where + "\n".join(problems),
+                             Finding(check, expected.shape.table.name, frozenset(columns), frozenset(keys)))
 
 
 def check_keys_and_types(where: str, expected: Expectation, reads: dict[str, list]) -> None:
-    duplicates, types = [], []
+    duplicates, types, held_twice, typed_wrong = [], [], set(), set()
     for name, batches in reads.items():
         for key, commits in list(duplicate_keys(expected.shape, batches).items())[:MAX_DIFF_LINES]:
             shown = ", ".join(f"{k}={v!r}" for k, v in zip(expected.shape.table.primary_key, key))
             duplicates.append(f"  {name}: key {shown} held {len(commits)} times, by commits {', '.join(commits)}")
+            held_twice.add(key)
         if batches:
-            types += [f"  {name}:{line}" for line in wrong_types(expected.shape, batches[0].schema, expected.dialect)]
+            wrong = wrong_types(expected.shape, batches[0].schema, expected.dialect)
+            types += [f"  {name}:{line}" for line in wrong.values()]
+            typed_wrong |= set(wrong)
+    table = expected.shape.table.name
     if duplicates:
-        raise DuplicateKeys(where + "a key held more than once:\n" + "\n".join(duplicates))
+        raise DuplicateKeys(where + "a key held more than once:\n" + "\n".join(duplicates),
+                            Finding("duplicates", table, keys=frozenset(held_twice)))
     if types:
-        raise WrongTypes(where + "columns of the wrong type:\n" + "\n".join(types))
+        raise WrongTypes(where + "columns of the wrong type:\n" + "\n".join(types),
+                         Finding("types", table, columns=frozenset(typed_wrong)))
 
 
 def check_deleted_rows(where: str, expected: Expectation, reads: dict[str, list]) -> None:
@@ -115,16 +152,22 @@ def check_deleted_rows(where: str, expected: Expectation, reads: dict[str, list]
     hard = expected.hard_deletes
     covered = None if expected.live_only else set(expected.rows)
     deleted = {} if hard else {k: row for k, row in expected.deleted.items() if covered is None or k in covered}
-    problems = []
+    problems, columns, keys = [], set(), set()
     for name, batches in reads.items():
         actual = deleted_rows(expected.shape, batches)
         for key in sorted(set(deleted) | set(actual), key=repr):
             if hard or key in deleted or key in expected.live_keys:
-                problems += [f"  {name}: {line}" for line in
-                             deleted_row_problems(expected.shape, key, deleted.get(key), actual.get(key), hard,
-                                                  "t" if key in expected.truncated else "d")]
+                want, got, op = deleted.get(key), actual.get(key), "t" if key in expected.truncated else "d"
+                lines = deleted_row_problems(expected.shape, key, want, got, hard, op)
+                problems += [f"  {name}: {line}" for line in lines]
+                if lines and want is not None and got is not None and not hard:
+                    columns |= {c for c, a, b in zip(expected.shape.columns, want, got[0]) if a != b}
+                    columns |= {"__op"} if got[1] != op else set()
+                elif lines:
+                    keys.add(key)
     if problems:
-        raise OracleMismatch(where + "deleted rows:\n" + "\n".join(problems[:MAX_DIFF_LINES]))
+        raise OracleMismatch(where + "deleted rows:\n" + "\n".join(problems[:MAX_DIFF_LINES]),
+                             Finding("deletes", expected.shape.table.name, frozenset(columns), frozenset(keys)))
 
 
 def equal_as_arrow(shape: Shape, batches, expected: Rows, expected_tables: dict) -> bool:
@@ -139,11 +182,28 @@ def equal_as_arrow(shape: Shape, batches, expected: Rows, expected_tables: dict)
         return False
 
 
+def differing_columns(shape: Shape, expected: Rows, actual: Rows) -> set[str]:
+    """The columns whose values differ in a row both hold live."""
+    return {column for key, want in expected.items() if _both_live(want, got := actual.get(key, ABSENT))
+            for column, a, b in zip(shape.columns, want, got) if a != b}
+
+
+def differing_rows(expected: Rows, actual: Rows) -> set[tuple]:
+    """The keys one side holds and the other does not, or holds deleted."""
+    return {key for key in set(expected) | set(actual)
+            if expected.get(key, ABSENT) != actual.get(key, ABSENT)
+            and not _both_live(expected.get(key, ABSENT), actual.get(key, ABSENT))}
+
+
+def _both_live(want, got) -> bool:
+    return isinstance(want, tuple) and isinstance(got, tuple) and len(want) == len(got)
+
+
 def diff_rows(shape: Shape, expected: Rows, actual: Rows) -> list[str]:
     """Readable differences: one line per missing or extra key and per differing column."""
     lines = []
     for key in sorted(set(expected) | set(actual), key=repr):
-        want, got = expected.get(key, "absent"), actual.get(key, "absent")
+        want, got = expected.get(key, ABSENT), actual.get(key, ABSENT)
         if want == got:
             continue
         shown = ", ".join(f"{k}={v!r}" for k, v in zip(shape.table.primary_key, key))
@@ -180,7 +240,7 @@ def deleted_row_problems(shape: Shape, key: tuple, want: tuple | None, got: tupl
 
 
 def _describe(row) -> str:
-    if row == "absent":
+    if row == ABSENT:
         return "no row"
     if row is None:
         return "deleted"

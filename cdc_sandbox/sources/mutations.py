@@ -23,13 +23,28 @@ from pathlib import Path
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.schema import (
+    BIGINT,
+    BOOL,
+    BYTES,
+    DATE,
+    DECIMAL,
+    INT,
+    INTEGER_RANGES,
+    JSON,
+    NUMBER,
+    SMALLINT,
+    STR,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UUID,
+    Column,
+)
 from cdc_sandbox.sources.positions import current_position, position_in, position_range
 from cdc_sandbox.stack.catalog import Placement, placements
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.stack.services.sqlserver_cdc import refresh_capture_instance_batch
 from cdc_sandbox.tickit_data.ddl import MYSQL, SQLSERVER, quote
-from cdc_sandbox.schema import (BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR,
-                            TIMESTAMP, TIMESTAMPTZ, UUID, Column)
 
 KEY_LIMITS = {SMALLINT: 2**15 - 1, INT: 2**31 - 1, BIGINT: 2**63 - 1}  # the largest key each key type holds
 # Debezium operations each mutation kind produces (a key update is a delete of the old key and a create).

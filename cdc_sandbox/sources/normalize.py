@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 
-from cdc_sandbox.schema import (BOOL, BYTES, DECIMAL, JSON, NUMBER, TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table)
+from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, JSON, NUMBER, TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table
 
 
 def normalizer(column: Column) -> Callable[[object], object] | None:

@@ -21,13 +21,19 @@ from pathlib import Path
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.schema import BOOL, Table
 from cdc_sandbox.sources.normalize import row_normalizer
 from cdc_sandbox.stack.catalog import Placement, placements
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.stack.source_tables import create_tables
-from cdc_sandbox.tickit_data import TABLES, TickitFormatError, TickitGenerator, canonical_row_text_formatter, iter_table_rows
+from cdc_sandbox.tickit_data import (
+    TABLES,
+    TickitFormatError,
+    TickitGenerator,
+    canonical_row_text_formatter,
+    iter_table_rows,
+)
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, quote
-from cdc_sandbox.schema import BOOL, Table
 
 CHUNK_ROWS = 50_000
 SQLSERVER_INSERT_ROWS = 500  # rows per INSERT ... VALUES statement (SQL Server takes at most 1000)

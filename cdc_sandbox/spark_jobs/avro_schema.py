@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-
 # Dates and times that Debezium carries as plain Avro numbers, by Connect semantic name: what the number counts from
 # 1970-01-01. The harness (`cdc_sandbox/sources/changes.py`) and the job (`decode._typed_fields`) both convert from
 # this table; a field that the Avro reader already gives as a date or time (an Avro logical type) is left as it is.

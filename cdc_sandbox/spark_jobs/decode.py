@@ -14,10 +14,16 @@ from functools import reduce
 
 import requests
 from pyspark.sql import Column, DataFrame, functions as F
-from pyspark.sql.types import IntegerType, LongType, StringType, StructType
 from pyspark.sql.avro.functions import from_avro
+from pyspark.sql.types import IntegerType, LongType, StringType, StructType
 
-from cdc_sandbox.spark_jobs.avro_schema import VARIABLE_SCALE_DECIMAL, ZONED_TIMESTAMP, epoch_fields, is_envelope, semantic_types
+from cdc_sandbox.spark_jobs.avro_schema import (
+    VARIABLE_SCALE_DECIMAL,
+    ZONED_TIMESTAMP,
+    epoch_fields,
+    is_envelope,
+    semantic_types,
+)
 from cdc_sandbox.spark_jobs.job_config import REGISTRY_RETRY_PAUSES
 
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cdc_sandbox.config import Settings
+from cdc_sandbox.stack import project_ddl
 from cdc_sandbox.stack.catalog import placements
 from cdc_sandbox.stack.databases import table_connection
-from cdc_sandbox.stack import project_ddl
 from cdc_sandbox.stack.services.sqlserver import SqlServer
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, create_table, quote
 

@@ -6,8 +6,9 @@ on MySQL/MariaDB, brackets on SQL Server.
 
 from __future__ import annotations
 
-from .schema import get_table
 from cdc_sandbox.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table
+
+from .schema import get_table
 
 POSTGRES = "postgres"
 MYSQL = "mysql"

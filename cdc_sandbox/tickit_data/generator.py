@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
 from cdc_sandbox.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column
+
 from .schema import TABLES, US_TIMESTAMPS, TickitTable as Table, get_table
 
 YEAR = 2008

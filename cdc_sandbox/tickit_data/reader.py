@@ -14,8 +14,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .schema import TABLES, get_table
 from cdc_sandbox.schema import BOOL, DATE, DECIMAL, INT, INTEGER_RANGES, SMALLINT, STR, TIMESTAMP, Column, Table
+
+from .schema import TABLES, get_table
 
 NULL_TEXT = "\\N"
 

@@ -1,6 +1,7 @@
 """The harness catches a wrong pipeline: each deliberately broken variant of the job (tests/broken_variants.py)
-makes the scenario aimed at its bug fail, and the fuzzer finds one with no scenario's help and shrinks what it found.
-(`make broken-variants` runs every suite against every variant.)"""
+makes the scenario aimed at its bug fail, in every job mode the scenario declares, by the failure the bug must cause
+(the check, the table, the column or the keys) and no other; and the fuzzer finds one with no scenario's help and
+shrinks what it found. (`make broken-variants` runs every suite against every variant.)"""
 
 from __future__ import annotations
 
@@ -10,39 +11,50 @@ from contextlib import contextmanager
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR
-from cdc_sandbox.harness import fuzz
-from cdc_sandbox.harness import scenario as scenarios
+from cdc_sandbox.harness import fuzz, scenario as scenarios
 from cdc_sandbox.harness.oracle import Oracle, RunStats
-from cdc_sandbox.harness.pipeline import SilverBehind
-from cdc_sandbox.harness.verdict import DuplicateKeys, OracleMismatch, WrongTypes
-from tests.broken_variants import VARIANTS, _transform_changes
+from cdc_sandbox.harness.scenario_tests import job_label
+from tests.broken_variants import VARIANTS, Catch, _transform_changes, caught_as
 from tests.e2e.test_team_project import CAUGHT_ON_TEAM_TABLES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SCENARIOS = PACKAGE_DIR / "fixtures" / "scenarios"
-CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the kinds of failure the bug must cause
-    "order-by-timestamp": ("source-clock-skew.yaml", {OracleMismatch}),  # a wrong value
-    # The key's update in the new partition loses to its earlier change at a larger offset: an older value.
-    "order-by-kafka-offset": ("topic-gains-partitions.yaml", {OracleMismatch}),
-    # A delete that shares its micro-batch with other changes leaves the row live (a wrong value); one alone in its
-    # batch leaves nothing to commit, so the job moves past it without a commit (SilverBehind).
-    "drop-deletes": ("delete-then-reinsert.yaml", {OracleMismatch, SilverBehind}),
-    "skip-table": ("delete-then-reinsert.yaml", {SilverBehind}),  # the job reads the changes and never commits them
-    "offset-in-key": ("same-transaction-updates.yaml", {DuplicateKeys}),
-    "widened-integers": ("same-transaction-updates.yaml", {WrongTypes}),
-    "insert-not-upsert": ("same-transaction-updates.yaml", {DuplicateKeys}),
-    "zone-shifted-times": ("source-clock-skew.yaml", {OracleMismatch}),  # `date` holds a date column
-    "money-as-double": ("binlog-column-added.yaml", {WrongTypes}),  # the added column is a decimal(8,2)
-    "dropped-added-column": ("binlog-column-added.yaml", {OracleMismatch}),  # the column's values are missing
-    "empty-deletes": ("delete-then-reinsert.yaml", {OracleMismatch}),  # a soft-deleted row without its values
+# Settings Hudi keeps in the table (the ordering field, the record key, a column's type) cannot change on a table the
+# correct job wrote: these variants write their lake from the topics' first change, the others take over a branched
+# lake once the correct job has written it, so that what they get wrong is the scenario's own changes.
+FROM_FIRST_CHANGE = {"order-by-timestamp", "order-by-kafka-offset", "offset-in-key", "money-as-double"}
+CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the failure it must cause there (in each of its modes)
+    # A later update that carries an earlier clock loses to the one before it. Over the topic's earlier changes the
+    # same ordering also loses a re-insert to the delete before it in the same millisecond: a row deleted in silver.
+    "order-by-timestamp": ("source-clock-skew.yaml", (Catch("snapshot", "date", "day"), Catch("deletes", "date"))),
+    # The key's update in the new partition loses to its earlier change at a larger offset: an older value; over the
+    # topic's earlier changes (it gained partitions before), a deleted key comes back.
+    "order-by-kafka-offset": ("topic-gains-partitions.yaml", (Catch("snapshot", "venue", "venueseats"),
+                                                              Catch("snapshot", "venue"))),
+    # A delete that shares its micro-batch with other changes leaves the row live; one alone in its batch leaves
+    # nothing to commit, so the job moves past it without a commit.
+    "drop-deletes": ("delete-then-reinsert.yaml", (Catch("snapshot", "venue"), Catch("behind", "venue"))),
+    "skip-table": ("delete-then-reinsert.yaml", (Catch("behind", "venue"),)),  # read, and never committed
+    "offset-in-key": ("same-transaction-updates.yaml", (Catch("duplicates", "category"),)),
+    "widened-integers": ("same-transaction-updates.yaml", (Catch("types", "category", "catid"),)),
+    # Copy-on-Write: on Merge-on-Read the bucket index sends the insert to the key's file group, where it merges.
+    "insert-not-upsert": ("source-clock-skew.yaml", (Catch("duplicates", "date"),)),
+    "zone-shifted-times": ("source-clock-skew.yaml", (Catch("snapshot", "date", "caldate"),)),
+    "money-as-double": ("binlog-column-added.yaml", (Catch("types", "date", "surcharge"),)),  # a decimal(8,2)
+    "dropped-added-column": ("binlog-column-added.yaml", (Catch("snapshot", "date", "surcharge"),)),
+    # A key update deletes the old key: its soft-deleted row must carry the values the delete carried.
+    "empty-deletes": ("primary-key-update.yaml", (Catch("deletes", "category", "catname"),)),
     # The outage's batch lands in the quarantine and its offsets are committed: silver never reaches the changes,
     # or (when a later change of the table lands first) holds the table without them.
-    "registry-quarantine": ("registry-outage.yaml", {SilverBehind, OracleMismatch}),
-    # The truncated rows still live (a wrong value) when the truncate shares its batch with a change the job writes;
-    # one alone in its batch leaves nothing to commit, so the job moves past it without a commit (SilverBehind).
-    "ignores-truncates": ("truncate-mid-stream.yaml", {OracleMismatch, SilverBehind}),
+    "registry-quarantine": ("registry-outage.yaml", (Catch("behind", "venue"), Catch("snapshot", "venue"))),
+    # The truncated rows still live when the truncate shares its batch with a change the job writes; one alone in
+    # its batch leaves nothing to commit, so the job moves past it without a commit.
+    "ignores-truncates": ("truncate-mid-stream.yaml", (Catch("snapshot", "category"), Catch("deletes", "category"),
+                                                       Catch("behind", "category"))),
 }
+CASES = [(variant, job) for variant, (scenario, _) in CAUGHT_BY.items()
+         for job in scenarios.load(SCENARIOS / scenario).jobs]
 
 
 def test_every_variant_has_a_test_that_catches_it():
@@ -50,20 +62,22 @@ def test_every_variant_has_a_test_that_catches_it():
     assert set(VARIANTS) == set(CAUGHT_BY) | set(CAUGHT_ON_TEAM_TABLES)
 
 
-@pytest.mark.parametrize("variant", list(CAUGHT_BY))
-def test_broken_job_is_caught(request, variant, sandbox, pipeline_factory, mutator, monkeypatch):
-    scenario, failures = CAUGHT_BY[variant]
+@pytest.mark.parametrize(("variant", "job"), CASES, ids=[f"{v}[{job_label(j)}]" for v, j in CASES])
+def test_broken_job_is_caught(request, variant, job, sandbox, pipeline_factory, mutator, monkeypatch):
+    scenario, catches = CAUGHT_BY[variant]
     spec = scenarios.load(SCENARIOS / scenario)
-    VARIANTS[variant](monkeypatch)
-    pipeline = pipeline_factory(only=spec.tables, branch=False)  # written by the broken job from the first change
-    pipeline.run_once()  # the topics' backlog, on a JVM maybe cold: the oracle's wait is for the scenario's changes
+    options = {key: value for key, value in job.items() if key != "continuous"}
+    first_change = variant in FROM_FIRST_CHANGE
+    if first_change:
+        VARIANTS[variant](monkeypatch)
+    pipeline = pipeline_factory(only=spec.tables, branch=not first_change, **options)
+    pipeline.run_once()  # the topics' backlog, or the branch's gap by the correct job
+    if not first_change:
+        VARIANTS[variant](monkeypatch)
     oracle = Oracle(sandbox, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"), stats=RunStats())
     with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
-        scenarios.run(spec, pipeline, mutator, oracle)
-    message = str(caught.value)
-    kinds = " or ".join(sorted(kind.__name__ for kind in failures))
-    assert type(caught.value) in failures, f"{variant} must fail as {kinds}, not:\n{message}"
-    assert any(table in message for table in spec.tables), message
+        scenarios.run(spec, pipeline, mutator, oracle, job=job)
+    assert not (wrong := caught_as(caught.value, catches)), f"{variant}: {wrong}"
 
 
 FUZZ_SEED = 118  # its first example on category and venue: updates and inserts of category, one batch

@@ -10,8 +10,14 @@ import uuid
 
 import pytest
 
-from cdc_sandbox.harness.checkpoint import (batch_start_offsets, committed_offsets, delete_prefix, planned_offsets,
-                                        settled_offsets, unvouched_batch)
+from cdc_sandbox.harness.checkpoint import (
+    batch_start_offsets,
+    committed_offsets,
+    delete_prefix,
+    planned_offsets,
+    settled_offsets,
+    unvouched_batch,
+)
 
 pytestmark = [pytest.mark.e2e]
 

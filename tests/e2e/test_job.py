@@ -15,9 +15,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from cdc_sandbox.sources.changes import ChangeReader
-from cdc_sandbox.stack import databases
 from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS, decode
 from cdc_sandbox.spark_jobs.queries import incremental
+from cdc_sandbox.stack import databases
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

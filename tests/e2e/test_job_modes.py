@@ -16,8 +16,8 @@ import pytest
 from cdc_sandbox.harness import class_archive, job
 from cdc_sandbox.harness.checkpoint import delete_prefix, unvouched_batch
 from cdc_sandbox.harness.oracle import Oracle
-from cdc_sandbox.wait import wait_until
 from cdc_sandbox.spark_jobs.cdc_hudi_job import STOP_GRACE_SECONDS
+from cdc_sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.faults]
 

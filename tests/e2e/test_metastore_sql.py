@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR
-from tests import PROJECT_ROOT
 from cdc_sandbox.harness import job, jobs
 from cdc_sandbox.harness.timeline import S3Timelines
 from cdc_sandbox.stack.credentials import login
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.stack.services.metastore import schema_dir, thrift_uri
+from tests import PROJECT_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

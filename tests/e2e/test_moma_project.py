@@ -12,11 +12,11 @@ import sys
 import pytest
 
 from cdc_sandbox.config import Settings
-from tests import PROJECT_ROOT
 from cdc_sandbox.harness import scenario as scenarios
 from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
+from tests import PROJECT_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

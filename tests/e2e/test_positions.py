@@ -10,11 +10,11 @@ import uuid
 import pytest
 
 from cdc_sandbox.config import Settings
+from cdc_sandbox.schema import STR, Column
 from cdc_sandbox.sources.positions import binlog_file_number, binlog_position, position_floor
 from cdc_sandbox.stack import catalog, databases
 from cdc_sandbox.stack.catalog import Placement
 from cdc_sandbox.tickit_data.ddl import MYSQL
-from cdc_sandbox.schema import STR, Column
 
 pytestmark = [pytest.mark.e2e]
 

@@ -14,9 +14,9 @@ import random
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR
-from tests import PROJECT_ROOT
 from cdc_sandbox.harness import jobs, scenario
 from cdc_sandbox.harness.verdict import OracleMismatch
+from tests import PROJECT_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -14,8 +14,8 @@ from confluent_kafka.admin import AdminClient
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.sources import tickit
 from cdc_sandbox.stack import catalog, databases
-from cdc_sandbox.wait import wait_until
 from cdc_sandbox.tickit_data import ORIGINAL_ROW_COUNTS, TABLES, iter_table_rows
+from cdc_sandbox.wait import wait_until
 
 pytestmark = pytest.mark.e2e
 

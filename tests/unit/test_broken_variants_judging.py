@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from cdc_sandbox.harness.pipeline import SilverBehind
 from cdc_sandbox.harness.scenario import ExpectationUnmet
-from tests.broken_variants import Judgement, is_verdict, judge, matrix, outcomes, verdict_line
+from cdc_sandbox.harness.verdict import Finding, OracleMismatch
+from tests.broken_variants import Catch, Judgement, caught_as, is_verdict, judge, matrix, outcomes, verdict_line
 
 JUNIT = Path(__file__).parent / "fixtures" / "junit"
 SCENARIO = "fixtures.scenarios.binlog-column-added.yaml::a decimal column is added to a MariaDB table"
@@ -103,8 +105,8 @@ def test_the_matrix_marks_each_catch_and_numbers_the_catching_tests():
 def test_a_variant_that_needs_a_column_kind_the_project_lacks_says_so(tmp_path):
     from cdc_sandbox.config import Settings
     from cdc_sandbox.schema import BIGINT, STR, Column, Table
-    from tests.broken_variants import unmet_need
     from cdc_sandbox.tickit_data import TABLES
+    from tests.broken_variants import unmet_need
 
     tickit = Settings.load({"SANDBOX_STATE_DIR": str(tmp_path), "SANDBOX_BACKEND": "native"})
     assert all(unmet_need(variant, tickit, list(TABLES)) == "" for variant in
@@ -115,3 +117,16 @@ def test_a_variant_that_needs_a_column_kind_the_project_lacks_says_so(tmp_path):
     assert unmet_need("money-as-double", tickit, plain) == "the project's tables have no decimal column"
     line = verdict_line("money-as-double", Judgement(not_applicable="the project's tables have no decimal column"))
     assert line.startswith("money-as-double: does not apply")
+
+
+def test_a_catch_names_the_check_the_table_and_the_column_or_the_keys():
+    stale = OracleMismatch("...", Finding("snapshot", "date", frozenset({"day", "holiday"})))
+    assert caught_as(stale, (Catch("snapshot", "date", "day"),)) == ""
+    assert caught_as(stale, (Catch("time travel", "date", "day"), Catch("snapshot", "date", "holiday"))) == ""
+    for other in (Catch("snapshot", "date", "caldate"), Catch("snapshot", "venue", "day"),
+                  Catch("deletes", "date", "day"), Catch("snapshot", "date")):  # no key's row is named
+        assert "caught as snapshot of date (columns day, holiday)" in caught_as(stale, (other,)), other
+    lost = OracleMismatch("...", Finding("snapshot", "venue", keys=frozenset({(9001,)})))
+    assert caught_as(lost, (Catch("snapshot", "venue"),)) == ""
+    assert caught_as(SilverBehind("...", Finding("behind", "venue")), (Catch("behind", "venue"),)) == ""
+    assert "caught as AssertionError" in caught_as(AssertionError("a plain assert"), (Catch("behind", "venue"),))

@@ -13,8 +13,7 @@ import yaml
 
 from cdc_sandbox import starter
 from cdc_sandbox.config import PACKAGE_DIR, user_cache_dir
-from tests import PROJECT_ROOT
-from tests import ci_linters, full_suite
+from tests import PROJECT_ROOT, ci_linters, full_suite
 
 WORKFLOWS = PROJECT_ROOT / ".github" / "workflows"
 

@@ -9,8 +9,8 @@ import pyspark
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.harness import class_archive
-from cdc_sandbox.stack import jvm
 from cdc_sandbox.spark_jobs.job_config import JobConfig
+from cdc_sandbox.stack import jvm
 
 
 def settings_in(tmp_path) -> Settings:

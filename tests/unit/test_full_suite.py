@@ -6,8 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests import PROJECT_ROOT
-from tests import full_suite
+from tests import PROJECT_ROOT, full_suite
 
 
 def collected(args: list[str]) -> list[str]:

@@ -9,9 +9,9 @@ import pytest
 
 from cdc_sandbox.harness import fuzz
 from cdc_sandbox.harness.scenario import ScenarioError
+from cdc_sandbox.schema import INTEGER_RANGES
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES
 from cdc_sandbox.tickit_data.schema import get_table
-from cdc_sandbox.schema import INTEGER_RANGES
 
 SOURCES = {"category": POSTGRES, "venue": POSTGRES, "event": POSTGRES, "user": POSTGRES,
            "date": MYSQL, "listing": MYSQL, "sale": MYSQL}

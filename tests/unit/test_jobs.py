@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from tests import PROJECT_ROOT
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness import jobs
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
+from tests import PROJECT_ROOT
 
 CONFIG = JobConfig(kafka_bootstrap="127.0.0.1:9092", registry_url="http://127.0.0.1:8080/apis/registry/v2",
                    lake="s3a://lake/test-1", tables=(TableSpec("t.ems.category", "category", ("catid",), "lsn"),),

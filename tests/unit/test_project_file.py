@@ -12,19 +12,32 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from cdc_sandbox import debezium_settings
+from cdc_sandbox import config, debezium_settings
 from cdc_sandbox.config import Settings, load_topology, project_file
-from tests import PROJECT_ROOT
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.silver import arrow_type
-from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DECIMAL, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table
+from cdc_sandbox.schema import (
+    BIGINT,
+    BOOL,
+    BYTES,
+    DECIMAL,
+    JSON,
+    NUMBER,
+    STR,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UUID,
+    Column,
+    Table,
+)
 from cdc_sandbox.sources.mutations import random_value, same_key
 from cdc_sandbox.sources.normalize import normalize_row
+from cdc_sandbox.spark_jobs.cdc_hudi_job import hudi_options
+from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 from cdc_sandbox.stack.catalog import as_carried, logical_column
 from cdc_sandbox.stack.connectors import connector_config, server_id
 from cdc_sandbox.stack.project_ddl import statements
-from cdc_sandbox.spark_jobs.cdc_hudi_job import hudi_options
-from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
+from tests import PROJECT_ROOT
 
 EXAMPLE = PROJECT_ROOT / "examples" / "team_project"
 
@@ -242,3 +255,13 @@ def test_a_silver_date_python_cannot_hold_is_reported_as_a_difference_not_a_cras
                              "_hoodie_commit_time": ["1"], "__op": ["u"]})
     ((key, row),) = arrow_rows(shape, [batch]).items()
     assert key == (1,) and row[1] != dt.date(1, 1, 1) and "outside Python's dates" in repr(row[1])
+
+
+def test_the_state_lives_beside_the_project_and_tickits_never_in_an_installed_package(tmp_path, monkeypatch):
+    team = tmp_path / "team" / "cdc-sandbox.yaml"
+    assert config.default_state_dir(team, {}) == team.parent / ".sandbox"
+    assert config.default_state_dir(config.TOPOLOGY_FILE, {}) == PROJECT_ROOT / ".sandbox"  # this checkout's
+    installed = tmp_path / "venv" / "lib" / "site-packages" / "cdc_sandbox"
+    monkeypatch.setattr(config, "PACKAGE_DIR", installed)
+    assert config.default_state_dir(config.TOPOLOGY_FILE, {"XDG_STATE_HOME": str(tmp_path / "state")}) == \
+        tmp_path / "state" / "cdc-sandbox" / "tickit"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR, Settings
-from tests import PROJECT_ROOT
 from cdc_sandbox.harness import scenario
+from tests import PROJECT_ROOT
 
 pytest_plugins = ["pytester"]
 

@@ -3,7 +3,6 @@ a truncate or a drop, and the one-line cause of a failure."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from cdc_sandbox.harness import scenario

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from cdc_sandbox.harness.silver import Shape, arrow_type
-from cdc_sandbox.harness.verdict import DuplicateKeys, Expectation, OracleMismatch, WrongTypes, judge
+from cdc_sandbox.harness.verdict import DuplicateKeys, Expectation, Finding, OracleMismatch, WrongTypes, judge
 from cdc_sandbox.tickit_data.ddl import POSTGRES
 from cdc_sandbox.tickit_data.schema import get_table
 
@@ -57,8 +57,9 @@ def test_judgements_of_one_state_share_its_arrow_table_and_each_read_is_still_ju
 
 
 def test_a_lost_row_is_named_by_its_key():
-    with pytest.raises(OracleMismatch, match=r"key catid=2: expected row .*, actual no row"):
+    with pytest.raises(OracleMismatch, match=r"key catid=2: expected row .*, actual no row") as lost:
         judge(WHERE, snapshot(), both(read([ROWS[1,]])))
+    assert lost.value.finding == Finding("snapshot", "category", keys=frozenset({(2,)}))
 
 
 def test_one_reader_alone_is_judged_on_its_own():
@@ -69,19 +70,24 @@ def test_one_reader_alone_is_judged_on_its_own():
 
 def test_a_stale_value_is_named_by_its_column():
     stale = (2, "Shows", "Opera", "old text")
-    with pytest.raises(OracleMismatch, match="key catid=2: column catdesc: expected 'All opera', actual 'old text'"):
-        judge(WHERE, snapshot(), both(read([ROWS[1,], stale])))
+    with pytest.raises(OracleMismatch, match="key catid=2: column catdesc: expected 'All opera', actual 'old text'") \
+            as caught:
+        judge(WHERE, snapshot(), both(read([ROWS[1,], stale])), check="time travel")
+    assert caught.value.finding == Finding("time travel", "category", columns=frozenset({"catdesc"}))
+    assert str(caught.value.finding) == "time travel of category (columns catdesc)"
 
 
 def test_a_key_held_twice_fails_even_with_equal_values():
     twice = read([*ROWS.values(), ROWS[2,]], commits=["c1", "c1", "c2"])
-    with pytest.raises(DuplicateKeys, match="key catid=2 held 2 times, by commits c1, c2"):
+    with pytest.raises(DuplicateKeys, match="key catid=2 held 2 times, by commits c1, c2") as caught:
         judge(WHERE, snapshot(), both(twice))
+    assert caught.value.finding == Finding("duplicates", "category", keys=frozenset({(2,)}))
 
 
 def test_a_widened_column_fails_even_with_equal_values():
-    with pytest.raises(WrongTypes, match="column catid .*expected int32, actual int64"):
+    with pytest.raises(WrongTypes, match="column catid .*expected int32, actual int64") as caught:
         judge(WHERE, snapshot(), both(read(list(ROWS.values()), catid_type=pa.int64())))
+    assert caught.value.finding == Finding("types", "category", columns=frozenset({"catid"}))
 
 
 def test_readers_that_disagree_fail_however_each_compares():
@@ -93,8 +99,15 @@ def test_a_delete_must_leave_a_soft_deleted_row_with_the_values_it_carried():
     gone = (3, "Concerts", "Pop", "All pop")
     expected = snapshot(deleted={(3,): gone})
     judge(WHERE, expected, both(read([*ROWS.values(), gone], deleted=["false", "false", "true"], ops=["u", "u", "d"])))
-    with pytest.raises(OracleMismatch, match="key catid=3: no soft-deleted row"):
+    with pytest.raises(OracleMismatch, match="key catid=3: no soft-deleted row") as lost:
         judge(WHERE, expected, both(read(list(ROWS.values()))))
+    assert lost.value.finding == Finding("deletes", "category", keys=frozenset({(3,)}))
+    emptied = (3, None, None, None)
+    with pytest.raises(OracleMismatch, match="deleted row's column catgroup") as emptied_row:
+        judge(WHERE, expected, both(read([*ROWS.values(), emptied], deleted=["false", "false", "true"],
+                                         ops=["u", "u", "d"])))
+    assert emptied_row.value.finding == Finding("deletes", "category", columns=frozenset({"catgroup", "catname",
+                                                                                          "catdesc"}))
 
 
 def test_with_hard_deletes_a_soft_deleted_row_fails():

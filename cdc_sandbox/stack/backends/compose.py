@@ -34,9 +34,13 @@ from cdc_sandbox.stack.services import bucket_snapshot
 from cdc_sandbox.stack.services.base import ServiceStatus
 from cdc_sandbox.stack.services.localstack import LocalStack
 from cdc_sandbox.stack.services.mariadb import create_database_and_fixtures
-from cdc_sandbox.stack.services.metastore import DATABASE as METASTORE_DATABASE
-from cdc_sandbox.stack.services.metastore import create_database as create_metastore_database
-from cdc_sandbox.stack.services.metastore import schema_dir, site_properties, write_site
+from cdc_sandbox.stack.services.metastore import (
+    DATABASE as METASTORE_DATABASE,
+    create_database as create_metastore_database,
+    schema_dir,
+    site_properties,
+    write_site,
+)
 from cdc_sandbox.stack.services.postgres import Postgres
 from cdc_sandbox.wait import wait_until
 
