@@ -60,6 +60,9 @@ def session_conf(config: JobConfig, java_options: str = "") -> dict[str, str]:
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # S3A leaves the empty "directory" marker objects in place instead of deleting every parent's marker after
+        # each file it writes (a bulk delete per file): Hadoop 3.3.1 and later read either layout.
+        "spark.hadoop.fs.s3a.directory.marker.retention": "keep",
         **driver_conf(config, java_options),
     }
     if config.s3_endpoint:
