@@ -238,6 +238,29 @@ def _cast(changes: DataFrame, columns: list[str], type_name: str) -> DataFrame:
     return changes.select(*[F.col(c).cast(type_name).alias(c) if c in columns else F.col(c) for c in changes.columns])
 
 
+def millisecond_times(patch: pytest.MonkeyPatch) -> None:
+    """Writes timestamps at millisecond precision (as a pipeline that carries them as epoch milliseconds does): a
+    source time with microseconds loses them."""
+
+    def truncated(changes: DataFrame, spec: TableSpec) -> DataFrame:
+        times = _source_columns(changes, "timestamp")
+        return changes.select(*[F.timestamp_millis(F.unix_millis(c)).alias(c) if c in times else F.col(c)
+                                for c in changes.columns])
+
+    _transform_changes(patch, truncated)
+
+
+def empty_strings_as_nulls(patch: pytest.MonkeyPatch) -> None:
+    """Writes an empty string as NULL (a "clean-up" of blank text): '' and NULL are different values in the source."""
+
+    def nulled(changes: DataFrame, spec: TableSpec) -> DataFrame:
+        texts = _source_columns(changes, "string")
+        return changes.select(*[F.when(F.col(c) == "", F.lit(None)).otherwise(F.col(c)).alias(c) if c in texts
+                                else F.col(c) for c in changes.columns])
+
+    _transform_changes(patch, nulled)
+
+
 VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": order_by_kafka_offset,
             "drop-deletes": drop_deletes, "skip-table": skip_table,
             "offset-in-key": offset_in_key, "widened-integers": widened_integers,
@@ -245,7 +268,8 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "money-as-double": money_as_double, "dropped-added-column": dropped_added_column,
             "empty-deletes": empty_deletes, "registry-quarantine": registry_quarantine,
             "ignores-truncates": ignores_truncates, "decimals-through-double": decimals_through_double,
-            "session-zone-times": session_zone_times, "partition-change-kept-twice": partition_change_kept_twice}
+            "session-zone-times": session_zone_times, "partition-change-kept-twice": partition_change_kept_twice,
+            "millisecond-times": millisecond_times, "empty-strings-as-nulls": empty_strings_as_nulls}
 
 
 def _has_column(*kinds: str):
@@ -259,6 +283,7 @@ NEEDS = {
     "widened-integers": ("int or smallint column", _has_column(INT, SMALLINT)),
     "zone-shifted-times": ("date or timestamp column", _has_column(DATE, TIMESTAMP, TIMESTAMPTZ)),
     "session-zone-times": ("timestamp column", _has_column(TIMESTAMP, TIMESTAMPTZ)),
+    "millisecond-times": ("timestamp column", _has_column(TIMESTAMP, TIMESTAMPTZ)),
     "partition-change-kept-twice": ("partitioned table", lambda settings, tables: any(
         settings.topology.silver_of(t.name).partition_by for t in tables)),
     "dropped-added-column": ("MariaDB or MySQL table", lambda settings, tables: any(

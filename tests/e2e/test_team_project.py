@@ -74,7 +74,12 @@ def _reschedule(mutator: Mutator) -> None:
     row = mutator.sample_row("shipments", random.Random())
     mutator.update("shipments", {"shipment_id": row["shipment_id"]},
                    {"ship_date": row["ship_date"] + dt.timedelta(days=45 if row["ship_date"].year < 9999 else -45),
-                    "updated_at": dt.datetime.now(dt.timezone.utc)})
+                    "updated_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=654321)})
+
+
+def _blank_owner(mutator: Mutator) -> None:
+    row = mutator.sample_row("accounts", random.Random())
+    mutator.update("accounts", {"tenant": row["tenant"], "account_no": row["account_no"]}, {"owner": ""})
 
 
 def _delete_shipment(mutator: Mutator) -> None:
@@ -93,6 +98,8 @@ CAUGHT_ON_TEAM_TABLES = {
     "insert-not-upsert": (_reschedule, Catch("duplicates", "shipments"), "UTC"),
     "zone-shifted-times": (_reschedule, Catch("snapshot", "shipments", "ship_date"), "UTC"),
     "empty-deletes": (_delete_shipment, Catch("deletes", "shipments", "status"), "UTC"),
+    "millisecond-times": (_reschedule, Catch("snapshot", "shipments", "updated_at"), "UTC"),
+    "empty-strings-as-nulls": (_blank_owner, Catch("snapshot", "accounts", "owner"), "UTC"),
 }
 
 
