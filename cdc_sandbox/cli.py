@@ -363,24 +363,38 @@ scenario_app = typer.Typer(help="Scenario files: replay a production CDC bug and
 app.add_typer(scenario_app, name="scenario")
 
 
+@scenario_app.command("list")
+def scenario_list():
+    """The scenarios that come with the sandbox (run one by name: `sandbox scenario run edge-values`)."""
+    from cdc_sandbox.harness import scenario
+
+    for name in scenario.shipped_names():
+        spec = scenario.load(scenario.SHIPPED / f"{name}.yaml")
+        console.print(f"{name:32} {spec.name}", highlight=False, soft_wrap=True)
+
+
 @scenario_app.command("validate")
-def scenario_validate(files: list[Path]):
+def scenario_validate(files: list[str] = typer.Argument(..., help="Scenario files, or names of shipped ones.")):
     """Check scenario files without running them (the file, line and reason of the first problem of each)."""
     from cdc_sandbox.harness import scenario
 
     failed = False
     for path in files:
         try:
-            spec = scenario.load(path)
+            spec = scenario.load(scenario.find(path))
             console.print(f"[green]ok[/green] {path}: {spec.name} ({len(spec.steps)} steps)", highlight=False)
         except SandboxError as exc:
             errors.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
+            if exc.hint:
+                errors.print(f"[yellow]what to do:[/yellow] {exc.hint}", highlight=False, soft_wrap=True)
             failed = True
     raise typer.Exit(1 if failed else 0)
 
 
 @scenario_app.command("run")
-def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of the lake (default: a new one)."),
+def scenario_run(file: str = typer.Argument(..., help="A scenario file, or the name of a shipped one "
+                                                   "(`sandbox scenario list`)."),
+                 lake: str = typer.Option(None, help="Base URI of the lake (default: a new one)."),
                  job: str = typer.Option("builtin", help="The job under test: 'builtin' or a job file "
                                                          "(examples/team_job/sandbox-job.yaml)."),
                  as_json: bool = typer.Option(False, "--json", help="The outcome as one JSON object (the steps' "
@@ -394,6 +408,7 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
     from cdc_sandbox.sources.mutations import Mutator
 
     try:
+        file = scenario.find(file)
         spec = scenario.load(file)
         settings = Settings.load()
         if reason := scenario.unavailable(spec, settings):
@@ -412,8 +427,9 @@ def scenario_run(file: Path, lake: str = typer.Option(None, help="Base URI of th
         _fail(exc)
     except AssertionError as exc:
         if as_json:
+            finding = getattr(exc, "finding", None)
             print(json.dumps({"scenario": spec.name, "lake": lake, "passed": False, "failure": str(exc),
-                              "verdict": type(exc).__name__}))
+                              "verdict": type(exc).__name__, "finding": str(finding) if finding else None}))
         errors.print(f"[red]scenario failed:[/red] {exc}", highlight=False)
         raise typer.Exit(1)
     checks = [{"check": entry.label, "table": table, "commit": entry.commit.instant,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from cdc_sandbox.config import Settings, load_topology, project_file
+from cdc_sandbox.config import PACKAGE_DIR, Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.oracle import Oracle
 from cdc_sandbox.harness.pipeline import BatchFailed
@@ -40,6 +40,7 @@ from cdc_sandbox.sources.mutations import LOGICAL_TYPES, Mutator
 from cdc_sandbox.stack import catalog
 from cdc_sandbox.tickit_data.schema import get_table
 
+SHIPPED = PACKAGE_DIR / "fixtures" / "scenarios"  # the scenarios that come with the package, run on TICKIT
 TOP_LEVEL = {"name", "description", "tables", "source", "job", "given", "steps"}
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits"}
 CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "truncate"}
@@ -121,6 +122,22 @@ class Scenario:
     def job(self) -> dict:
         """The first job's options (the only one's, in most files)."""
         return self.jobs[0]
+
+
+def find(name: str | Path) -> Path:
+    """A scenario file by its path, or a shipped scenario by its name (`edge-values`)."""
+    path = Path(name)
+    if path.exists() or path.suffix or len(path.parts) > 1:
+        return path
+    shipped = SHIPPED / f"{name}.yaml"
+    if shipped.is_file():
+        return shipped
+    raise SandboxError(f"no scenario file {name} and no shipped scenario of that name",
+                       f"give a path, or one of: {', '.join(shipped_names())}")
+
+
+def shipped_names() -> list[str]:
+    return sorted(path.stem for path in SHIPPED.glob("*.yaml"))
 
 
 def load(path: Path) -> Scenario:

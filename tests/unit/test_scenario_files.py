@@ -101,6 +101,17 @@ def test_cli_validate_reports_the_problem_and_fails(tmp_path):
     assert f"{bad}:6: unknown step 'wait'" in result.stderr.replace("\n", "")
 
 
+def test_a_shipped_scenario_is_found_by_its_name_and_a_wrong_name_lists_them(tmp_path):
+    run = [sys.executable, "-m", "cdc_sandbox.cli", "scenario"]
+    listed = subprocess.run([*run, "list"], capture_output=True, text=True, cwd=tmp_path, check=True).stdout
+    assert [line.split()[0] for line in listed.splitlines()] == [path.stem for path in SHIPPED]
+    result = subprocess.run([*run, "validate", "edge-values", "edge-valeus"], capture_output=True, text=True,
+                            cwd=tmp_path, env={**os.environ, "COLUMNS": "400"})
+    assert result.returncode == 1
+    assert "ok edge-values: NULLs, unicode" in result.stdout
+    assert "no shipped scenario of that name" in result.stderr and "edge-values" in result.stderr
+
+
 def test_pytest_collects_scenarios_and_reports_a_malformed_one(pytester):
     scenarios_dir = pytester.mkdir("scenarios")
     (scenarios_dir / "good.yaml").write_text(GOOD)
