@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml uv.lock
 	$(BIN)/python -m pip check -q --disable-pip-version-check
 	@touch $@
 
-# Docker Compose pinned and built from its Go module into ~/.cache/cdc-sandbox, once per machine (validates compose/ without an engine).
+# Docker Compose pinned and built from its Go module into ~/.cache/cdc-sandbox, once per machine (validates cdc_sandbox/compose/ without an engine).
 compose-cli: venv
 	$(BIN)/python -m cdc_sandbox.stack.backends.compose_cli
 

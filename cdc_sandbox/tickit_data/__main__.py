@@ -1,4 +1,4 @@
-"""Command line: `python -m tickit_data generate --out DIR --seed N --scale X`."""
+"""Command line: `python -m cdc_sandbox.tickit_data generate --out DIR --seed N --scale X`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ MANIFEST_FILE = "manifest.json"
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tickit_data", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m cdc_sandbox.tickit_data", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     generate = commands.add_parser("generate", help="write the seven TICKIT files")
