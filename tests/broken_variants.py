@@ -293,11 +293,15 @@ NEEDS = {
 }
 
 
+ANY_COLUMN = "*"
+
+
 @dataclass(frozen=True)
 class Catch:
     """The failure a variant must cause, and no other: the check that finds it (a `verdict.Finding`'s), the table,
     and the column it names; without a column, the keys whose rows are missing, extra or held twice (or, for
-    "behind", the table alone)."""
+    "behind", the table alone); `ANY_COLUMN` for any column or key (a bug that shows on whatever changes a topic
+    holds)."""
 
     check: str
     table: str
@@ -306,10 +310,13 @@ class Catch:
     def matches(self, finding) -> bool:
         if finding is None or (finding.check, finding.table) != (self.check, self.table):
             return False
+        if self.column == ANY_COLUMN:
+            return True
         return self.column in finding.columns if self.column else bool(finding.keys) or self.check == "behind"
 
     def __str__(self) -> str:
-        return f"{self.check} of {self.table} " + (f"(column {self.column})" if self.column else "(rows by key)")
+        shown = {None: "(rows by key)", ANY_COLUMN: "(any column or key)"}.get(self.column, f"(column {self.column})")
+        return f"{self.check} of {self.table} {shown}"
 
 
 def caught_as(error: BaseException, catches: tuple[Catch, ...]) -> str:

@@ -14,7 +14,7 @@ from cdc_sandbox.config import PACKAGE_DIR
 from cdc_sandbox.harness import fuzz, scenario as scenarios
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.harness.scenario_tests import job_label
-from tests.broken_variants import VARIANTS, Catch, _transform_changes, caught_as
+from tests.broken_variants import ANY_COLUMN, VARIANTS, Catch, _transform_changes, caught_as
 from tests.e2e.test_team_project import CAUGHT_ON_TEAM_TABLES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -25,13 +25,14 @@ SCENARIOS = PACKAGE_DIR / "fixtures" / "scenarios"
 # lake once the correct job has written it, so that what they get wrong is the scenario's own changes.
 FROM_FIRST_CHANGE = {"order-by-timestamp", "order-by-kafka-offset", "offset-in-key", "money-as-double"}
 CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the failure it must cause there (in each of its modes)
-    # A later update that carries an earlier clock loses to the one before it. Over the topic's earlier changes the
-    # same ordering also loses a re-insert to the delete before it in the same millisecond: a row deleted in silver.
-    "order-by-timestamp": ("source-clock-skew.yaml", (Catch("snapshot", "date", "day"), Catch("deletes", "date"))),
-    # The key's update in the new partition loses to its earlier change at a larger offset: an older value; over the
-    # topic's earlier changes (it gained partitions before), a deleted key comes back.
-    "order-by-kafka-offset": ("topic-gains-partitions.yaml", (Catch("snapshot", "venue", "venueseats"),
-                                                              Catch("snapshot", "venue"))),
+    # A later update that carries an earlier clock loses to the one before it. These two write from the topic's first
+    # change, whose earlier changes (other tests', two in one millisecond, or skewed) the same ordering gets wrong
+    # first, on whichever column or key they touched: any column of the table, in its snapshot or its deleted rows.
+    "order-by-timestamp": ("source-clock-skew.yaml", (Catch("snapshot", "date", ANY_COLUMN),
+                                                      Catch("deletes", "date", ANY_COLUMN))),
+    # The key's update in the new partition loses to its earlier change at a larger offset: an older value.
+    "order-by-kafka-offset": ("topic-gains-partitions.yaml", (Catch("snapshot", "venue", ANY_COLUMN),
+                                                              Catch("deletes", "venue", ANY_COLUMN))),
     # A delete that shares its micro-batch with other changes leaves the row live; one alone in its batch leaves
     # nothing to commit, so the job moves past it without a commit.
     "drop-deletes": ("delete-then-reinsert.yaml", (Catch("snapshot", "venue"), Catch("behind", "venue"))),
