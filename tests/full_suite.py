@@ -1,21 +1,29 @@
-"""`make test`'s suite: the end-to-end tests, with the unit tests in a pytest of their own beside them.
+"""`make test`'s suite: three pytest runs side by side, all of which must pass.
 
-The end-to-end run is paced by the pipeline's waits and the Spark driver; the unit tests need no service and run
-meanwhile (alone they take about 45 s, half of it waiting on their subprocesses) at a lower CPU priority
-(`UNIT_NICENESS`): the end-to-end run is bound by the CPU, and the unit tests take what it leaves. Their output goes
-to `reports/unit-tests.log` and is shown after the end-to-end run: the outcome line, or the whole log if they failed.
-Both runs must pass. `python -m tests.full_suite [pytest args]` passes the arguments to the end-to-end run.
-Once both are over, a fixed pure-Python loop is timed a few times and the median added to the summary: this
+- TICKIT's end-to-end tests, the run that sets the pace (the pipeline's waits and the Spark driver).
+- The example projects' end-to-end tests (`PROJECTS_LANE`): their tables, topics, journal entries and lakes are
+  their own, so they run on the same stack beside TICKIT's, in a Spark driver of their own, at a lower CPU priority.
+  TICKIT's run waits on the pipeline about a third of the time on 2 cores; this run fills it. A TICKIT test that
+  stops or restarts a shared service (marked `restarts_services`) runs last, once this run has ended
+  (`LANE_LOCK`, held by this module meanwhile).
+- The unit tests, which need no service, at a lower priority still.
+The two side runs write to logs under `reports/` shown after TICKIT's run: the outcome line, or the whole log if
+they failed. `python -m tests.full_suite [pytest args]` passes the arguments to TICKIT's run; arguments that name
+test paths run those alone there, and no projects' run.
+Once all are over, a fixed pure-Python loop is timed a few times and the median added to the summary: this
 machine's speed changes within minutes, and a run's time is read beside it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import tomllib
@@ -23,28 +31,70 @@ import tomllib
 from tests import PROJECT_ROOT
 
 REPORTS = PROJECT_ROOT / "reports"
-UNIT_LOG = REPORTS / "unit-tests.log"
 SUMMARY = REPORTS / "summary.txt"
 SPEED_LOOP = 5_000_000
 SPEED_SAMPLES = 7  # one timing of the loop varies by a third from the next here; their median by about a tenth
-JUNIT_FILES = {"end-to-end": REPORTS / "junit.xml", "unit": REPORTS / "junit-unit.xml"}
+JUNIT_FILES = {"end-to-end": REPORTS / "junit.xml", "projects": REPORTS / "junit-projects.xml",
+               "unit": REPORTS / "junit-unit.xml"}
 UNIT_TESTS = "tests/unit"
-UNIT_NICENESS = 10
+PROJECTS_LANE = ["tests/e2e/test_team_project.py", "tests/e2e/test_moma_project.py",
+                 "tests/e2e/test_installed_package.py", "tests/e2e/test_project_files.py",
+                 "tests/e2e/test_ephemeral_sandbox.py"]
+LANE_LOCK = REPORTS / "projects-lane.lock"
+LANE_LOCK_ENV = "SANDBOX_PROJECTS_LANE_LOCK"  # tests/conftest.py waits on it before a `restarts_services` test
 UNIT_RUN = [UNIT_TESTS, "-p", "no:cacheprovider", f"--junitxml={JUNIT_FILES['unit']}",
             f"--sandbox-summary={REPORTS / 'unit-summary.txt'}"]
+PROJECTS_RUN = [*PROJECTS_LANE, "-p", "no:cacheprovider", f"--junitxml={JUNIT_FILES['projects']}",
+                f"--sandbox-summary={REPORTS / 'projects-summary.txt'}", "--durations=5"]
 
 
-def end_to_end_run() -> list[str]:
-    """pytest's arguments for the configured test paths but the unit tests' (paths given as arguments replace
-    them, as with pytest alone)."""
+@dataclass(frozen=True)
+class SideRun:
+    """A pytest beside TICKIT's end-to-end run, its output in a log, at a lower CPU priority."""
+
+    name: str
+    args: list[str]
+    log: Path
+    niceness: int
+
+    def start(self) -> subprocess.Popen:
+        with self.log.open("w") as log:
+            return pytest(self.args, stdout=log, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(self.niceness))
+
+    def report(self, exit_code: int) -> None:
+        lines = self.log.read_text().splitlines()
+        print(f"\n{self.name}, run beside the end-to-end ones ({self.log.relative_to(PROJECT_ROOT)}):")
+        print("\n".join(lines if exit_code else lines[-1:]))
+
+
+UNIT = SideRun("unit tests", UNIT_RUN, REPORTS / "unit-tests.log", 10)
+PROJECTS = SideRun("the example projects' end-to-end tests", PROJECTS_RUN, REPORTS / "projects-tests.log", 5)
+
+
+def end_to_end_run(lanes: bool = True) -> list[str]:
+    """pytest's arguments for the configured test paths but the unit tests' and, with `lanes`, the projects'
+    (paths given as arguments replace them, as with pytest alone)."""
     configured = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["testpaths"]
     paths = " ".join(path for path in configured if path != UNIT_TESTS)
-    return ["-o", f"testpaths={paths}", "-m", "not smoke", f"--junitxml={JUNIT_FILES['end-to-end']}",
+    ignored = [f"--ignore={path}" for path in PROJECTS_LANE] if lanes else []
+    return ["-o", f"testpaths={paths}", *ignored, "-m", "not smoke", f"--junitxml={JUNIT_FILES['end-to-end']}",
             f"--sandbox-summary={SUMMARY}", "--durations=20"]
+
+
+def names_paths(args: list[str]) -> bool:
+    return any(not arg.startswith("-") and Path(arg.split("::")[0]).exists() for arg in args)
 
 
 def pytest(args: list[str], **popen_options) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "pytest", *args], **popen_options)
+
+
+def lock_while(run: subprocess.Popen) -> dict[str, str]:
+    """Hold `LANE_LOCK` until `run` ends; returns the environment that tells the end-to-end run where it is."""
+    lock = LANE_LOCK.open("w")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file is closed
+    threading.Thread(target=lambda: (run.wait(), lock.close()), daemon=True).start()
+    return dict(os.environ, **{LANE_LOCK_ENV: str(LANE_LOCK)})
 
 
 def loop_seconds() -> float:
@@ -70,15 +120,16 @@ def note_machine_speed(summary: Path, samples: list[float]) -> str:
 
 def main(extra: list[str]) -> int:
     REPORTS.mkdir(exist_ok=True)
-    with UNIT_LOG.open("w") as log:
-        unit = pytest(UNIT_RUN, stdout=log, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(UNIT_NICENESS))
-        end_to_end = pytest([*end_to_end_run(), *extra]).wait()
-        unit_exit = unit.wait()
-    lines = UNIT_LOG.read_text().splitlines()
-    print(f"\nunit tests, run beside the end-to-end ones ({UNIT_LOG.relative_to(PROJECT_ROOT)}):")
-    print("\n".join(lines if unit_exit else lines[-1:]))
+    lanes = not names_paths(extra)
+    side = [UNIT, PROJECTS] if lanes else [UNIT]
+    runs = [run.start() for run in side]
+    env = lock_while(runs[1]) if lanes else None
+    end_to_end = pytest([*end_to_end_run(lanes), *extra], env=env).wait()
+    exits = [run.wait() for run in runs]
+    for run, code in zip(side, exits):
+        run.report(code)
     print(note_machine_speed(SUMMARY, machine_speed()))
-    return end_to_end or unit_exit
+    return end_to_end or next((code for code in exits if code), 0)
 
 
 if __name__ == "__main__":

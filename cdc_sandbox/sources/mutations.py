@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import fcntl
 import json
 import os
 import random
@@ -56,7 +57,7 @@ LOGICAL_TYPES = {"int": INT, "smallint": SMALLINT, "text": STR, "decimal": DECIM
 
 @dataclass
 class Change:
-    seq: int
+    seq: int  # the journal numbers an entry as it writes it
     kind: str
     table: str
     topic: str
@@ -135,16 +136,19 @@ class Journal:
             self._append(change)
 
     def _append(self, change: Change) -> None:
-        self._catch_up()
-        line = json.dumps(asdict(change), default=_json_value) + "\n"
+        """Number the change after the file's last entry and write it, holding the file locked: processes that
+        change the sources side by side (a test run's lanes, the CLI) never give two entries one number."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         private = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # it holds row values
         os.fchmod(private, 0o600)  # also when an older sandbox created it readable by all
         with os.fdopen(private, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+            self._catch_up()
+            change.seq = self._recent[-1].seq + 1 if self._recent else self._first_seq
+            line = json.dumps(asdict(change), default=_json_value) + "\n"
             handle.write(line)
-        if self._size() == self._offset + len(line.encode()):  # nobody else wrote meanwhile
-            self._recent.append(Change(**json.loads(line)))
-            self._offset += len(line.encode())
+        self._recent.append(Change(**json.loads(line)))
+        self._offset += len(line.encode())
 
     def _size(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
@@ -317,7 +321,6 @@ class Mutator:
                 after = current_position(conn, p.dialect)
                 for change in self._open.changes:
                     change.position = position_range(self._open.before, after)
-                    change.seq = self.journal.next_seq()
                     self.journal.append(change)
             except BaseException:
                 conn.rollback()
@@ -378,7 +381,7 @@ class Mutator:
                            "check that the key exists (and, for inserts, that it does not)")
 
     def _change(self, p: Placement, kind: str, key: dict, new_key: dict | None, ops: list[str]) -> Change:
-        return Change(seq=self.journal.next_seq(), kind=kind, table=p.table.name,
+        return Change(seq=0, kind=kind, table=p.table.name,
                       topic=self.settings.topology.topic(p.captured.namespace, p.table.name),
                       key=key, new_key=new_key, debezium_ops=ops, at=dt.datetime.now(dt.timezone.utc).isoformat())
 

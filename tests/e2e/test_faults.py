@@ -24,7 +24,7 @@ from cdc_sandbox.stack.services import bucket_snapshot
 from cdc_sandbox.stack.services.localstack import LocalStack
 from cdc_sandbox.wait import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.faults]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.faults, pytest.mark.restarts_services]
 
 ENGINE_OF = {"category": "postgres", "date": "mysql"}
 TABLES = list(ENGINE_OF)

@@ -47,6 +47,7 @@ def test_up_twice_reuses_installs_and_running_services(sandbox):
     assert backend.instances(sandbox) == before, "no service was restarted"
 
 
+@pytest.mark.restarts_services
 def test_restart_starts_one_service_again_and_status_json_then_shows_everything_running(sandbox):
     backend = backends.of(sandbox)
     before = backend.instances(sandbox)

@@ -1,5 +1,5 @@
-"""`make test`'s two pytest runs (tests/full_suite.py) together collect every test once; the machine's speed ends the
-summary."""
+"""`make test`'s three pytest runs (tests/full_suite.py) together collect every test once; the tests that restart a
+shared service run last; the machine's speed ends the summary."""
 
 from __future__ import annotations
 
@@ -17,13 +17,25 @@ def collected(args: list[str]) -> list[str]:
     return [line for line in result.stdout.splitlines() if "::" in line]
 
 
-def test_the_unit_and_end_to_end_runs_together_collect_every_test_once():
+def test_the_unit_projects_and_end_to_end_runs_together_collect_every_test_once():
     everything = collected(["-m", "not smoke"])
     unit = collected(full_suite.UNIT_RUN)
+    projects = collected(full_suite.PROJECTS_RUN)
     end_to_end = collected(full_suite.end_to_end_run())
-    assert unit and end_to_end
-    assert not any(test.startswith(full_suite.UNIT_TESTS) for test in end_to_end)
-    assert sorted(unit + end_to_end) == sorted(everything)
+    assert unit and projects and end_to_end
+    assert not any(test.startswith(full_suite.UNIT_TESTS) for test in end_to_end + projects)
+    assert sorted(unit + projects + end_to_end) == sorted(everything)
+
+
+def test_tests_that_restart_a_service_come_last():
+    order = collected(full_suite.end_to_end_run())
+    marked = collected([*full_suite.end_to_end_run(), "-m", "restarts_services"])
+    assert marked and order[-len(marked):] == marked
+
+
+def test_arguments_naming_tests_run_them_alone():
+    assert full_suite.names_paths(["tests/e2e/test_faults.py::test_each", "-x"])
+    assert not full_suite.names_paths(["-x", "-k", "oracle"])
 
 
 def test_the_machine_speed_is_added_to_the_end_to_end_summary(tmp_path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from decimal import Decimal
 
 from cdc_sandbox.sources.mutations import Change, Journal
@@ -82,3 +82,16 @@ def test_threads_appending_and_reading_at_once_see_every_entry_once(tmp_path):
         list(pool.map(append_and_read, range(200)))
     assert sorted(c.seq for c in journal.since(start)) == list(range(start, start + 200))
     assert sorted(c.seq for c in Journal(journal.path).entries()) == list(range(start, start + 200))
+
+
+def test_writers_in_other_processes_never_share_a_number(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with ProcessPoolExecutor(2) as pool:
+        list(pool.map(_append_many, [path] * 4, [25] * 4))
+    assert sorted(c.seq for c in Journal(path).entries()) == list(range(1, 101))
+
+
+def _append_many(path, count: int) -> None:
+    journal = Journal(path)
+    for _ in range(count):
+        journal.append(change(0))
