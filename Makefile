@@ -38,12 +38,11 @@ down: venv
 status: venv
 	$(BIN)/sandbox status
 
-# The full suite: the end-to-end tests, and the unit tests beside them in a second pytest (tests/full_suite.py;
-# PYTEST_ARGS go to the end-to-end run). It leaves out the smoke round (`make check`'s): the oracle suites' rounds
-# over all seven tables check everything it checks.
+# The full suite: TICKIT's end-to-end tests, with the example projects' and the unit tests beside them in pytests of
+# their own (tests/full_suite.py; PYTEST_ARGS go to TICKIT's run). It leaves out the smoke round (`make check`'s):
+# the oracle suites' rounds over all seven tables check everything it checks.
 # On a new machine the installs run side by side (the Compose build, `sandbox up`'s packages, jars and LocalStack,
-# the CI linters): 226 s to the first test, against 320 s one after another with the earlier gitlab-ci-local (61 s
-# of it compiling re2). Compose's Go build is the largest part.
+# the CI linters); Compose's Go build is the largest part.
 test: venv
 	@$(MAKE) --no-print-directory -j3 --output-sync=line compose-cli up ci-linters
 	$(BIN)/python -m tests.full_suite $(PYTEST_ARGS)

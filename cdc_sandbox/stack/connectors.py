@@ -116,11 +116,17 @@ class ConnectClient:
     def cycle(self, name: str) -> None:
         """Stop the connector (its tasks shut down, their producers closed) and resume it with new tasks: a step
         that can be watched, where a restart may finish before its status shows it."""
+        self.stop(name)
+        self.resume(name)
+        self.wait_running(name)
+
+    def stop(self, name: str) -> None:
         self._put(name, "stop")
         wait_until(lambda: connector_states(self.status(name)) == ["STOPPED"], 60,
                    f"connector {name} to stop", "see `sandbox logs connect`")
+
+    def resume(self, name: str) -> None:
         self._put(name, "resume")
-        self.wait_running(name)
 
     def restart_failed(self, name: str) -> None:
         """Restart the connector's failed parts (the connector, its tasks): they resume from the committed offsets.
@@ -192,7 +198,19 @@ def register_all(settings: Settings, view: WorkerView | None = None) -> list[str
             client.put_config(source.connector, config)
         names.append(source.connector)
     for name in names:
-        if "FAILED" in connector_states(client.status(name)):  # e.g. its database was gone for a while
+        states = connector_states(client.status(name))
+        if "FAILED" in states:  # e.g. its database was gone for a while
             client.restart_failed(name)
+        elif states[0] in ("PAUSED", "STOPPED"):  # `stop_all`, or paused by hand: `up` means capture again
+            client.resume(name)
         client.wait_running(name)
     return names
+
+
+def stop_all(settings: Settings) -> None:
+    """Stop the project's connectors (their tasks shut down; offsets and replication slots kept): a connector polls
+    its source many times a second even when nothing changes. `register_all` (`sandbox up`) resumes them."""
+    client = ConnectClient(settings.url("connect"))
+    for source in settings.topology.sources.values():
+        if client.status(source.connector):
+            client.stop(source.connector)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from cdc_sandbox.config import Settings
+from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.sources.changes import ChangeReader
+from cdc_sandbox.stack import connectors
 
 EVENT_TIMEOUT = 180
 
@@ -36,3 +41,19 @@ def settle(sandbox, mutator, kafka_bootstrap, registry):
         return changes
 
     return settle_tables
+
+
+def project_settings(sandbox: Settings, directory) -> Settings:
+    """The settings of the project in `directory` on this session's stack."""
+    return Settings.load(dict(os.environ, SANDBOX_STATE_DIR=str(sandbox.state_dir), SANDBOX_PROJECT=str(directory)))
+
+
+def stop_connectors(sandbox: Settings, directory) -> None:
+    """Stop the connectors of a project a test brought up beside TICKIT, once the test is done with them: an idle
+    connector still polls its source many times a second, which the rest of the run would pay for. (A project file
+    that does not load, as the bad-input tests write, registered none.)"""
+    try:
+        settings = project_settings(sandbox, directory)
+    except SandboxError:
+        return
+    connectors.stop_all(settings)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import PROJECT_ROOT
+from tests.e2e.conftest import stop_connectors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -72,7 +73,10 @@ def test_the_installed_package_runs_the_starter_project(sandbox, team_venv, tmp_
     status = json.loads(run([command, "status", "--json"], env=env, cwd=project))
     down = [service for service in status["services"] if service["state"] != "running"]
     assert status["services"] and not down and status["connectors"][0]["state"] == "RUNNING", status
-    output = run([team_venv / "bin" / "pytest", "tests"], env=env, cwd=project)
+    try:
+        output = run([team_venv / "bin" / "pytest", "tests"], env=env, cwd=project)
+    finally:
+        stop_connectors(sandbox, project)
 
     assert "1 passed" in output and "tables checked: orders" in output, output
     assert "DeprecationWarning" not in output, output

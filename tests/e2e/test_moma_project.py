@@ -17,6 +17,7 @@ from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
 from tests import PROJECT_ROOT
+from tests.e2e.conftest import stop_connectors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -31,7 +32,8 @@ def moma(sandbox: Settings) -> Settings:
         done = subprocess.run([sys.executable, "-m", "cdc_sandbox", *command], env=env, capture_output=True, text=True,
                               timeout=600)
         assert done.returncode == 0, f"sandbox {' '.join(command)}:\n{done.stdout}\n{done.stderr}"
-    return Settings.load(env)
+    yield Settings.load(env)
+    stop_connectors(sandbox, MOMA)
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ from cdc_sandbox.sources.mutations import Mutator
 from cdc_sandbox.stack import catalog
 from cdc_sandbox.stack.connectors import ConnectClient
 from cdc_sandbox.stack.databases import connection
+from tests.e2e.conftest import project_settings, stop_connectors
 
 pytestmark = [pytest.mark.e2e]
 
@@ -50,14 +51,17 @@ def project(directory: Path, name: str, ddl: str, tables: str = "", debezium: st
     return directory
 
 
+@pytest.fixture(autouse=True)
+def connectors_stopped_afterwards(sandbox, tmp_path):
+    yield
+    if (tmp_path / "p" / "cdc-sandbox.yaml").exists():
+        stop_connectors(sandbox, tmp_path / "p")
+
+
 def run(sandbox: Settings, directory: Path, *command: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "SANDBOX_PROJECT"} | {"SANDBOX_STATE_DIR": str(sandbox.state_dir)}
     return subprocess.run([sys.executable, "-m", "cdc_sandbox", *command], cwd=directory, env=env, capture_output=True,
                           text=True, timeout=300)
-
-
-def settings_of(sandbox: Settings, directory: Path) -> Settings:
-    return Settings.load(dict(os.environ, SANDBOX_STATE_DIR=str(sandbox.state_dir), SANDBOX_PROJECT=str(directory)))
 
 
 def failed_with(done: subprocess.CompletedProcess, *parts: str) -> str:
@@ -79,8 +83,8 @@ def test_a_ddl_file_that_does_not_create_names_its_line_and_keeps_nothing_of_its
         );
         """)
     failed_with(run(sandbox, directory, "up", "--skip-install"), "tables.sql, line 3", "nosuchtype", "nothing of this file was kept")
-    assert catalog.read_catalog(settings_of(sandbox, directory), "postgres",
-                                list(settings_of(sandbox, directory).topology.tables)) == {}
+    assert catalog.read_catalog(project_settings(sandbox, directory), "postgres",
+                                list(project_settings(sandbox, directory).topology.tables)) == {}
 
 
 def test_a_mariadb_ddl_file_that_fails_half_way_drops_what_it_created(sandbox, tmp_path):
@@ -89,7 +93,7 @@ def test_a_mariadb_ddl_file_that_fails_half_way_drops_what_it_created(sandbox, t
         CREATE TABLE broken (id int PRIMARY KEY, price decimal(70,2));
         """, engine="mariadb")
     failed_with(run(sandbox, directory, "up", "--skip-install"), "tables.sql, line 2", "nothing of this file was kept")
-    settings = settings_of(sandbox, directory)
+    settings = project_settings(sandbox, directory)
     assert catalog.read_catalog(settings, "mysql", list(settings.topology.tables)) == {}
 
 
@@ -123,7 +127,7 @@ def test_a_data_file_row_that_does_not_fit_names_the_file_and_keeps_the_tables_l
     assert run(sandbox, directory, "up", "--skip-install").returncode == 0  # its connector stays, as a project's does
     failed_with(run(sandbox, directory, "load"), "orders.csv", "line 3", "orders refused the file",
                 "tables loaded before keep their rows")
-    settings = settings_of(sandbox, directory)
+    settings = project_settings(sandbox, directory)
     with connection(settings, "postgres", "bad_data_pg") as conn, conn.cursor() as cur:
         cur.execute("SELECT (SELECT COUNT(*) FROM customers), (SELECT COUNT(*) FROM orders)")
         assert cur.fetchone() == (5, 0)
@@ -141,7 +145,7 @@ def test_parquet_files_load_whole_and_a_row_that_does_not_fit_is_named_by_its_nu
                    directory / "readings.parquet")
     pq.write_table(pa.table({"id": [1, 2, 3], "label": ["a", "b", "far too long"]}), directory / "labels.parquet")
     assert run(sandbox, directory, "up", "--skip-install").returncode == 0
-    settings = settings_of(sandbox, directory)
+    settings = project_settings(sandbox, directory)
     with connection(settings, "mysql", "parquet_db") as conn, conn.cursor() as cur:
         cur.execute("DELETE FROM labels")  # on a stack an earlier run of this test used
     failed_with(run(sandbox, directory, "load"), "labels.parquet, row 3", "labels refused it", "nothing of the file")
@@ -176,7 +180,7 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
     for command in (["up", "--skip-install"], ["load"]):
         done = run(sandbox, directory, *command)
         assert done.returncode == 0, done.stdout + done.stderr
-    settings = settings_of(sandbox, directory)
+    settings = project_settings(sandbox, directory)
     assert [c.carried for c in catalog.table_schema(settings, "readings").columns] == ["", "string", "base64",
                                                                                       "millis"]
     pipeline = pipeline_on_new_lake(settings, spark, None)

@@ -21,6 +21,7 @@ from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
 from tests import PROJECT_ROOT
 from tests.broken_variants import VARIANTS, Catch, caught_as
+from tests.e2e.conftest import project_settings, stop_connectors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -42,13 +43,14 @@ def team_dir(sandbox: Settings, tmp_path_factory):
     for command in (["up", "--skip-install"], ["load"]):
         done = _cli(directory, env, *command)
         assert done.returncode == 0, f"sandbox {' '.join(command)}:\n{done.stdout}\n{done.stderr}"
-    return directory
+    yield directory
+    stop_connectors(sandbox, directory)
 
 
 @pytest.fixture(scope="module")
 def team(team_dir, sandbox: Settings) -> Settings:
     """The team project's settings on this session's stack."""
-    return Settings.load(dict(os.environ, SANDBOX_STATE_DIR=str(sandbox.state_dir), SANDBOX_PROJECT=str(team_dir)))
+    return project_settings(sandbox, team_dir)
 
 
 def test_the_team_suite_passes_from_its_own_directory(team_dir, sandbox):

@@ -60,11 +60,15 @@ def test_a_task_that_fails_again_after_its_restart_fails_with_its_new_trace(conn
 class Registered:
     """Serves a connector's registered config and status, and counts the configs put."""
 
-    def __init__(self, config: dict | None):
-        self.config, self.puts = config, 0
+    def __init__(self, config: dict | None, state: str = "RUNNING"):
+        self.config, self.puts, self.state, self.resumed = config, 0, state, []
         self.server = serve(self._answer)
 
     def _answer(self, method: str, path: str) -> tuple[int, bytes]:
+        if method == "PUT" and path.endswith("/resume"):
+            self.resumed.append(path.split("/")[2])
+            self.state = "RUNNING"
+            return 202, b""
         if method == "PUT":
             self.puts += 1
             return 200, b"{}"
@@ -72,7 +76,9 @@ class Registered:
             if self.config is None:
                 return 404, json.dumps({"error_code": 404, "message": "not found"}).encode()
             return 200, json.dumps({**self.config, "name": path.split("/")[2]}).encode()
-        return 200, json.dumps(status("RUNNING", "RUNNING")).encode()
+        if self.state == "STOPPED":  # a stopped connector has no tasks
+            return 200, json.dumps({"name": path.split("/")[2], "connector": {"state": "STOPPED"}, "tasks": []}).encode()
+        return 200, json.dumps(status(self.state, self.state)).encode()
 
 
 @pytest.mark.parametrize("registered, puts", [({"poll.interval.ms": "50"}, 0), ({"poll.interval.ms": "500"}, 1),
@@ -92,3 +98,19 @@ def test_up_puts_a_connector_config_only_when_it_differs_from_the_registered_one
     finally:
         fake.server.shutdown()
     assert fake.puts == puts * len(settings.topology.sources)
+
+
+@pytest.mark.parametrize("state", ["STOPPED", "PAUSED"])
+def test_up_resumes_a_connector_that_was_stopped_or_paused(state, monkeypatch, tmp_path):
+    from cdc_sandbox.config import Settings
+    from cdc_sandbox.stack import connectors
+
+    fake = Registered({"poll.interval.ms": "50"}, state)
+    settings = Settings.load({"SANDBOX_CONNECT_PORT": str(fake.server.server_port), "SANDBOX_BACKEND": "native",
+                              "SANDBOX_STATE_DIR": str(tmp_path)})
+    monkeypatch.setattr(connectors, "connector_config", lambda settings, source, view=None: {"poll.interval.ms": "50"})
+    try:
+        connectors.register_all(settings)
+    finally:
+        fake.server.shutdown()
+    assert fake.resumed and fake.puts == 0
