@@ -81,36 +81,33 @@ class Registered:
         return 200, json.dumps(status(self.state, self.state)).encode()
 
 
+def register_all_against(fake: Registered, monkeypatch, tmp_path) -> int:
+    """`sandbox up`'s registration against the fake worker; returns how many sources the topology has."""
+    from cdc_sandbox.config import Settings
+    from cdc_sandbox.stack import connectors
+
+    settings = Settings.load({"SANDBOX_CONNECT_PORT": str(fake.server.server_port), "SANDBOX_BACKEND": "native",
+                              "SANDBOX_STATE_DIR": str(tmp_path)})
+    monkeypatch.setattr(connectors, "connector_config", lambda settings, source, view=None: {"poll.interval.ms": "50"})
+    try:
+        connectors.register_all(settings)
+    finally:
+        fake.server.shutdown()
+    return len(settings.topology.sources)
+
+
 @pytest.mark.parametrize("registered, puts", [({"poll.interval.ms": "50"}, 0), ({"poll.interval.ms": "500"}, 1),
                                               (None, 1)])
 def test_up_puts_a_connector_config_only_when_it_differs_from_the_registered_one(registered, puts, monkeypatch,
                                                                                  tmp_path):
     """Connect restarts a connector whose config is put again, even unchanged: `up` would pause capture."""
-    from cdc_sandbox.config import Settings
-    from cdc_sandbox.stack import connectors
-
     fake = Registered(registered)
-    settings = Settings.load({"SANDBOX_CONNECT_PORT": str(fake.server.server_port), "SANDBOX_BACKEND": "native",
-                              "SANDBOX_STATE_DIR": str(tmp_path)})
-    monkeypatch.setattr(connectors, "connector_config", lambda settings, source, view=None: {"poll.interval.ms": "50"})
-    try:
-        connectors.register_all(settings)
-    finally:
-        fake.server.shutdown()
-    assert fake.puts == puts * len(settings.topology.sources)
+    sources = register_all_against(fake, monkeypatch, tmp_path)
+    assert fake.puts == puts * sources
 
 
 @pytest.mark.parametrize("state", ["STOPPED", "PAUSED"])
 def test_up_resumes_a_connector_that_was_stopped_or_paused(state, monkeypatch, tmp_path):
-    from cdc_sandbox.config import Settings
-    from cdc_sandbox.stack import connectors
-
     fake = Registered({"poll.interval.ms": "50"}, state)
-    settings = Settings.load({"SANDBOX_CONNECT_PORT": str(fake.server.server_port), "SANDBOX_BACKEND": "native",
-                              "SANDBOX_STATE_DIR": str(tmp_path)})
-    monkeypatch.setattr(connectors, "connector_config", lambda settings, source, view=None: {"poll.interval.ms": "50"})
-    try:
-        connectors.register_all(settings)
-    finally:
-        fake.server.shutdown()
+    register_all_against(fake, monkeypatch, tmp_path)
     assert fake.resumed and fake.puts == 0
