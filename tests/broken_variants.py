@@ -1,10 +1,15 @@
 """Deliberately broken variants of the Hudi job, to show that the suites fail when the pipeline is wrong.
 
-Each variant patches the in-process job the way a real bug would change it. `SANDBOX_BROKEN_JOB=<variant>` applies
-one to a whole pytest run (see the project's conftest.py); `python -m tests.broken_variants` (`make
-broken-variants`) runs the suites once with the unbroken job and once per variant, and reports which tests caught
-each: a test catches a variant when it passes with the unbroken job and fails with one of the oracle's verdicts
-(`VERDICTS`) with the variant, never by an error of the harness or a time-out.
+Each variant patches the in-process job the way a real bug would change it, and names the failure it must cause
+(`Catch`: the oracle's check, the table, the column or the rows by key). `python -m tests.broken_variants` (`make
+broken-variants`) runs the catch tests (`CATCH_TESTS`, also in `make test`): each variant in every job mode its
+scenario declares, and on the team project's tables; it prints the matrix of variant, mode, scenario and what
+caught it, and fails on any variant missed or caught by anything else.
+
+With `--every-scenario` it sweeps instead: the suites once with the unbroken job and once per variant
+(`SANDBOX_BROKEN_JOB=<variant>` applies one to a whole pytest run; see the project's conftest.py), reporting which
+tests caught each: a test catches a variant when it passes with the unbroken job and fails with one of the
+oracle's verdicts (`VERDICTS`) with the variant, never by an error of the harness or a time-out.
 """
 
 from __future__ import annotations
@@ -328,6 +333,21 @@ def caught_as(error: BaseException, catches: tuple[Catch, ...]) -> str:
     return f"expected {expected}; caught as {finding or type(error).__name__}:\n{error}"
 
 
+def expect_catch(request, variant: str, where: str, mode: str, catches: tuple[Catch, ...]):
+    """Note the case in the test's junit properties (which `make broken-variants` tabulates); returns the judge of
+    the error that caught the variant: "" when it is one of `catches`, else what it is instead."""
+    properties = request.node.user_properties
+    properties += [("variant", variant), ("where", where), ("mode", mode),
+                   ("expected", " or ".join(map(str, catches)))]
+
+    def judged(error: BaseException) -> str:
+        finding = getattr(error, "finding", None)
+        properties.append(("caught_as", str(finding) if finding else type(error).__name__))
+        return caught_as(error, catches)
+
+    return judged
+
+
 def unmet_need(variant: str, settings, tables: list) -> str:
     """What the project's tables lack for the variant to show ("" when nothing)."""
     need, met = NEEDS.get(variant, ("", lambda settings, tables: True))
@@ -462,7 +482,58 @@ def matrix(judgements: dict[str, Judgement]) -> list[str]:
     return [header, *rows, *[f"{n:>4}  {short_name(test)}" for n, test in enumerate(tests, 1)]]
 
 
+def catch_matrix(junit_xml: str) -> tuple[list[str], bool]:
+    """The catch tests' cases (variant, job mode, scenario or tables, what caught it, the outcome) as an aligned
+    table, and whether every case was caught by its expected failure."""
+    rows = []
+    for case in ET.fromstring(junit_xml).iter("testcase"):
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        if "variant" in properties:
+            rows.append((properties["variant"], properties["mode"], properties["where"],
+                         properties.get("caught_as", "-"), _catch_outcome(case, properties)))
+    if not rows:
+        return ["(no catch test ran)"], False
+    table = [("variant", "job mode", "scenario or tables", "caught as", "outcome"), *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[4] for row in table]
+    return lines, all(row[4] == "ok" for row in rows)
+
+
+def _catch_outcome(case, properties: dict) -> str:
+    error, failure, skipped = case.find("error"), case.find("failure"), case.find("skipped")
+    if error is not None:
+        return f"ERROR: {_first_line(error.get('message', ''))[:120]}"
+    if skipped is not None:
+        return f"skipped: {_first_line(skipped.get('message', ''))[:120]}"
+    if failure is None:
+        return "ok"
+    if "caught_as" in properties:
+        return f"WRONG KIND (expected {properties['expected']})"
+    message = _first_line(failure.get("message", ""))
+    return "MISSED" if "DID NOT RAISE" in message else f"FAILED: {message[:120]}"
+
+
 # --- running the suites --------------------------------------------------------------------------------------
+CATCH_TESTS = ["tests/e2e/test_broken_variants_caught.py::test_broken_job_is_caught",
+               "tests/e2e/test_team_project.py::test_a_broken_job_is_caught_on_the_team_tables"]
+
+
+def run_catch_check() -> int:
+    """Every variant in every job mode its scenario declares (and on the team tables), each of which must be caught
+    by the failure it names; prints the matrix of what caught each."""
+    junit = REPORTS / "catches.xml"
+    junit.unlink(missing_ok=True)
+    code = subprocess.run([sys.executable, "-m", "pytest", *CATCH_TESTS, "-q", "-p", "no:cacheprovider",
+                           f"--junitxml={junit}", f"--sandbox-summary={REPORTS / 'catches.txt'}"]).returncode
+    report = junit.read_text() if junit.exists() else None
+    if problem := run_problem(code, report):
+        print(f"the catch tests say nothing: {problem}")
+        return 1
+    lines, every_one_caught = catch_matrix(report)
+    (REPORTS / "catch-matrix.txt").write_text("\n".join(lines) + "\n")
+    print("\n" + "\n".join(lines))
+    return 0 if every_one_caught and code == 0 else 1
+
 def run_suites(variant: str | None, suites: list[str]) -> tuple[int, str | None, float]:
     """pytest over the suites with the variant (None: the unbroken job): exit code, junit report, seconds. Every run
     writes its lakes from the first change on, as a broken job's must be (no branches of the shared baseline)."""
@@ -481,16 +552,23 @@ def run_suites(variant: str | None, suites: list[str]) -> tuple[int, str | None,
 
 
 def main(argv: list[str]) -> int:
-    """Run the suites with the unbroken job, then once per variant; print the matrix and one line per variant; fail
-    unless every variant is caught."""
-    parser = argparse.ArgumentParser(description="Run the suites against each broken variant of the job.")
-    parser.add_argument("variants", nargs="*", help=f"default: all of {', '.join(VARIANTS)}")
-    parser.add_argument("--suite", action="append", help=f"test paths (repeatable; default: {' '.join(SUITES)})")
+    """The catch check (`run_catch_check`); with --every-scenario, the sweep: the suites with the unbroken job, then
+    once per variant, printing which tests caught each and failing unless every variant is caught by some test."""
+    parser = argparse.ArgumentParser(description="Check that each broken variant of the job is caught as it must be.")
+    parser.add_argument("--every-scenario", action="store_true",
+                        help="run whole suites under each variant and report which tests catch it")
+    parser.add_argument("variants", nargs="*", help=f"with --every-scenario; default: all of {', '.join(VARIANTS)}")
+    parser.add_argument("--suite", action="append", help=f"with --every-scenario: test paths (repeatable; default: "
+                                                         f"{' '.join(SUITES)})")
     args = parser.parse_args(argv)
     for name in args.variants:
         if name not in VARIANTS:
             parser.error(f"no variant {name!r}; choose from {', '.join(VARIANTS)}")
+    if (args.variants or args.suite) and not args.every_scenario:
+        parser.error("variants and --suite choose what --every-scenario runs; the catch check runs every variant")
     REPORTS.mkdir(parents=True, exist_ok=True)
+    if not args.every_scenario:
+        return run_catch_check()
     suites, variants = args.suite or SUITES, args.variants or list(VARIANTS)
     settings = Settings.load()
     tables = [catalog.table_schema(settings, t.name) for t in settings.topology.tables]

@@ -14,7 +14,7 @@ from cdc_sandbox.config import PACKAGE_DIR
 from cdc_sandbox.harness import fuzz, scenario as scenarios
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.harness.scenario_tests import job_label
-from tests.broken_variants import ANY_COLUMN, VARIANTS, Catch, _transform_changes, caught_as
+from tests.broken_variants import ANY_COLUMN, VARIANTS, Catch, _transform_changes, expect_catch
 from tests.e2e.test_team_project import CAUGHT_ON_TEAM_TABLES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -77,9 +77,10 @@ def test_broken_job_is_caught(request, variant, job, sandbox, pipeline_factory, 
     if not first_change:
         VARIANTS[variant](monkeypatch)
     oracle = Oracle(sandbox, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"), stats=RunStats())
+    judged = expect_catch(request, variant, scenario, job_label(job), catches)
     with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
         scenarios.run(spec, pipeline, mutator, oracle, job=job)
-    assert not (wrong := caught_as(caught.value, catches)), f"{variant}: {wrong}"
+    assert not (wrong := judged(caught.value)), f"{variant}: {wrong}"
 
 
 FUZZ_SEED = 118  # its first example on category and venue: updates and inserts of category, one batch

@@ -20,7 +20,7 @@ from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
 from tests import PROJECT_ROOT
-from tests.broken_variants import VARIANTS, Catch, caught_as
+from tests.broken_variants import VARIANTS, Catch, expect_catch
 from tests.e2e.conftest import project_settings, stop_connectors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -118,6 +118,9 @@ def test_a_broken_job_is_caught_on_the_team_tables(request, variant, team, spark
         mutator = Mutator(team)
         oracle = Oracle(team, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
                         stats=RunStats())
+        table_type = pipeline.config.table_type_of(pipeline.config.spec(table))
+        judged = expect_catch(request, variant, f"team project, {table}", f"run once, {table_type}, zone {zone}",
+                              (catch,))
         with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
             oracle.track([table])
             change(mutator)
@@ -125,4 +128,4 @@ def test_a_broken_job_is_caught_on_the_team_tables(request, variant, team, spark
     finally:
         spark.conf.set("spark.sql.session.timeZone", before)
         finish([pipeline], failed=False)
-    assert not (wrong := caught_as(caught.value, (catch,))), f"{variant}: {wrong}"
+    assert not (wrong := judged(caught.value)), f"{variant}: {wrong}"

@@ -11,7 +11,8 @@ import pytest
 from cdc_sandbox.harness.pipeline import SilverBehind
 from cdc_sandbox.harness.scenario import ExpectationUnmet
 from cdc_sandbox.harness.verdict import Finding, OracleMismatch
-from tests.broken_variants import ANY_COLUMN, Catch, Judgement, caught_as, is_verdict, judge, matrix, outcomes, verdict_line
+from tests.broken_variants import (ANY_COLUMN, Catch, Judgement, catch_matrix, caught_as, is_verdict, judge, matrix,
+                                   outcomes, verdict_line)
 
 JUNIT = Path(__file__).parent / "fixtures" / "junit"
 SCENARIO = "fixtures.scenarios.binlog-column-added.yaml::a decimal column is added to a MariaDB table"
@@ -133,3 +134,36 @@ def test_a_catch_names_the_check_the_table_and_the_column_or_the_keys():
     assert caught_as(stale, (Catch("snapshot", "date", ANY_COLUMN),)) == ""
     assert caught_as(lost, (Catch("snapshot", "venue", ANY_COLUMN),)) == ""
     assert "caught as snapshot of date" in caught_as(stale, (Catch("deletes", "date", ANY_COLUMN),))
+
+
+def catch_case(name: str, outcome: str = "", caught: str | None = "snapshot of venue (columns venuename)") -> str:
+    properties = [("variant", name), ("where", "primary-key-update.yaml"), ("mode", "run once, COPY_ON_WRITE"),
+                  ("expected", "snapshot of venue (column venuename)")] + ([("caught_as", caught)] if caught else [])
+    shown = "".join(f'<property name="{key}" value="{value}"/>' for key, value in properties)
+    return f'<testcase classname="tests.e2e.test_broken_variants_caught" name="{name}"><properties>{shown}' \
+           f'</properties>{outcome}</testcase>'
+
+
+def catch_report(*cases: str) -> str:
+    return f'<testsuites><testsuite name="pytest">{"".join(cases)}</testsuite></testsuites>'
+
+
+def test_the_catch_matrix_shows_what_caught_each_variant_and_passes_only_when_each_was_caught_as_named():
+    lines, every_one = catch_matrix(catch_report(catch_case("skip-table"), catch_case("drop-deletes")))
+    assert every_one and len(lines) == 3 and lines[0].split()[:2] == ["variant", "job"]
+    assert "skip-table" in lines[1] and "snapshot of venue (columns venuename)" in lines[1] and lines[1].endswith("ok")
+
+
+@pytest.mark.parametrize("outcome, caught, shown", [
+    ('<failure message="AssertionError: skip-table: expected ..."/>', "deletes of venue", "WRONG KIND (expected"),
+    ('<failure message="Failed: DID NOT RAISE &lt;class \'AssertionError\'&gt;"/>', None, "MISSED"),
+    ('<failure message="cdc_sandbox.errors.SandboxError: timed out"/>', None, "FAILED: cdc_sandbox.errors"),
+    ('<error message="failed on setup with sandbox down"/>', None, "ERROR: failed on setup"),
+])
+def test_a_variant_missed_or_caught_by_anything_else_fails_the_catch_matrix(outcome, caught, shown):
+    lines, every_one = catch_matrix(catch_report(catch_case("skip-table"), catch_case("drop-deletes", outcome, caught)))
+    assert not every_one and shown in lines[2]
+
+
+def test_a_report_without_catch_tests_fails_the_catch_matrix():
+    assert catch_matrix(catch_report()) == (["(no catch test ran)"], False)
