@@ -76,6 +76,9 @@ class Registered:
             if self.config is None:
                 return 404, json.dumps({"error_code": 404, "message": "not found"}).encode()
             return 200, json.dumps({**self.config, "name": path.split("/")[2]}).encode()
+        if self.state == "NEW":  # just registered: Connect has no status for it yet
+            self.state = "RUNNING"
+            return 404, json.dumps({"error_code": 404, "message": "no status"}).encode()
         if self.state == "STOPPED":  # a stopped connector has no tasks
             return 200, json.dumps({"name": path.split("/")[2], "connector": {"state": "STOPPED"}, "tasks": []}).encode()
         return 200, json.dumps(status(self.state, self.state)).encode()
@@ -111,3 +114,9 @@ def test_up_resumes_a_connector_that_was_stopped_or_paused(state, monkeypatch, t
     fake = Registered({"poll.interval.ms": "50"}, state)
     register_all_against(fake, monkeypatch, tmp_path)
     assert fake.resumed and fake.puts == 0
+
+
+def test_up_waits_for_a_connector_just_registered_to_have_a_status(monkeypatch, tmp_path):
+    fake = Registered(None, "NEW")
+    sources = register_all_against(fake, monkeypatch, tmp_path)
+    assert fake.puts == sources and not fake.resumed
