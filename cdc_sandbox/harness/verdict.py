@@ -43,7 +43,7 @@ class Finding:
 
     def __str__(self) -> str:
         named = [f"columns {', '.join(sorted(self.columns))}"] if self.columns else []
-        named += [f"{len(self.keys)} keys' rows"] if self.keys else []
+        named += [f"the rows of {len(self.keys)} key{'s' if len(self.keys) > 1 else ''}"] if self.keys else []
         return f"{self.check} of {self.table}" + (f" ({'; '.join(named)})" if named else "")
 
 

@@ -3,9 +3,13 @@ shared service run last; the machine's speed ends the summary."""
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
 
+import pytest
+
+from cdc_sandbox.wait import wait_until
 from tests import PROJECT_ROOT, full_suite
 
 
@@ -44,3 +48,22 @@ def test_the_machine_speed_is_added_to_the_end_to_end_summary(tmp_path):
     line = full_suite.note_machine_speed(summary, [0.31, 0.25, 0.262])
     assert summary.read_text().splitlines() == ["tests: 3 passed, 0 failed, 0 errors, 0 skipped in 9 s", line]
     assert line.endswith("5,000,000 additions took 0.262 s after the runs (median of 3: 0.250-0.310 s)")
+
+
+def test_the_lane_lock_is_held_until_the_projects_run_ends(tmp_path, monkeypatch):
+    monkeypatch.setattr(full_suite, "LANE_LOCK", tmp_path / "projects-lane.lock")
+    projects_run = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    env = full_suite.lock_while(projects_run)
+    with open(env[full_suite.LANE_LOCK_ENV]) as lock:
+        with pytest.raises(BlockingIOError):  # what a `restarts_services` test waits on
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        projects_run.communicate(b"")  # the run ends
+        wait_until(lambda: _shared_lock_taken(lock), 10, "the lane lock to be released")
+
+
+def _shared_lock_taken(lock) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
