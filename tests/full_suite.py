@@ -2,8 +2,8 @@
 
 - TICKIT's end-to-end tests, the run that sets the pace (the pipeline's waits and the Spark driver).
 - The example projects' end-to-end tests (`PROJECTS_LANE`): their tables, topics, journal entries and lakes are
-  their own, so they run on the same stack beside TICKIT's, in a Spark driver of their own, at a lower CPU priority.
-  TICKIT's run waits on the pipeline about a third of the time on 2 cores; this run fills it. A TICKIT test that
+  their own, so they run on the same stack beside TICKIT's, in a Spark driver of their own, at a lower CPU priority:
+  they use the CPU the TICKIT run leaves while it waits on the pipeline. A TICKIT test that
   stops or restarts a shared service (marked `restarts_services`) runs last, once this run has ended
   (`LANE_LOCK`, held by this module meanwhile).
 - The unit tests, which need no service, at a lower priority still.

@@ -201,8 +201,8 @@ def register_all(settings: Settings, view: WorkerView | None = None) -> list[str
         states = connector_states(client.status(name))
         if "FAILED" in states:  # e.g. its database was gone for a while
             client.restart_failed(name)
-        elif states[:1] in (["PAUSED"], ["STOPPED"]):  # (no status yet for a connector just registered)  # `stop_all`, or paused by hand: `up` means capture again
-            client.resume(name)
+        elif states[:1] in (["PAUSED"], ["STOPPED"]):  # `stop_all`, or by hand: `up` means capture again
+            client.resume(name)  # (a connector just registered has no status yet: nothing to resume)
         client.wait_running(name)
     return names
 
