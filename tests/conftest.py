@@ -10,8 +10,9 @@ import os
 
 import pytest
 
+from tests.full_suite import LANE_LOCK_ENV  # set while the projects' run goes on
+
 RESTARTS_SERVICES = "restarts_services"
-LANE_LOCK_ENV = "SANDBOX_PROJECTS_LANE_LOCK"  # tests/full_suite.py sets it while the projects' run goes on
 
 
 def pytest_collection_modifyitems(items):
