@@ -15,6 +15,7 @@ saves it as a scenario file that `sandbox scenario run` replays.
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime as dt
 import itertools
 import random
@@ -268,11 +269,37 @@ def sequence(raw: dict) -> str:
                           default_flow_style=None).rstrip()
 
 
-def signature(error: BaseException) -> str:
+@dataclass(frozen=True)
+class Signature:
+    """What kind of failure this is: the error's class and, for a verdict on silver, the check, the table and the
+    columns whose values differ (the keys are left out: a smaller example fails at fewer of them)."""
+
+    kind: str
+    check: str = ""
+    table: str = ""
+    columns: frozenset[str] = frozenset()
+
+    def covers(self, other: "Signature") -> bool:
+        """Whether `other` is this failure or a narrower one: the same class, check and table, and only columns this
+        one names (an example that fails at another column shows another bug)."""
+        return ((self.kind, self.check, self.table) == (other.kind, other.check, other.table)
+                and other.columns <= self.columns and bool(other.columns) == bool(self.columns))
+
+    def __str__(self) -> str:
+        if not self.check:
+            return self.kind
+        named = f" (columns {', '.join(sorted(self.columns))})" if self.columns else ""
+        return f"{self.kind}: {self.check} of {self.table}{named}"
+
+
+def signature(error: BaseException) -> Signature:
     """What kind of failure this is, whether raised by a step of the fuzzer's run or of a scenario's."""
     while isinstance(error, scenarios.ScenarioError) and error.__cause__ is not None:
         error = error.__cause__
-    return type(error).__name__
+    finding = getattr(error, "finding", None)
+    if finding is None:
+        return Signature(type(error).__name__)
+    return Signature(type(error).__name__, finding.check, finding.table, frozenset(finding.columns))
 
 
 # --- running ---------------------------------------------------------------------------------------------------
@@ -361,10 +388,10 @@ def delete_rows(mutator, tables: list[str]) -> bool:
 
 class Replay:
     """Whether an example, run as a scenario on a fresh lake (branched from `branches` unless None), fails the way
-    the fuzzer's failure did (`wanted`, a `signature`). The lake's job first runs once over what the branch lacks;
+    the fuzzer's failure did (`wanted`, a `Signature` that covers the example's). The lake's job first runs once over what the branch lacks;
     the scenario then runs inside `around()` (a harness test breaks the job there)."""
 
-    def __init__(self, settings, spark, branches, mutator, timeout: float, wanted: str, workdir: Path,
+    def __init__(self, settings, spark, branches, mutator, timeout: float, wanted: Signature, workdir: Path,
                  around=contextlib.nullcontext):
         self.settings, self.spark, self.branches, self.mutator = settings, spark, branches, mutator
         self.timeout, self.wanted, self.workdir, self.around = timeout, wanted, workdir, around
@@ -384,7 +411,7 @@ class Replay:
             with self.around():
                 scenarios.run(spec, pipe, self.mutator, Oracle(self.settings, pipe, self.mutator, timeout=self.timeout))
         except FAILURES as exc:
-            return signature(exc) == self.wanted
+            return self.wanted.covers(signature(exc))
         finally:
             finish([pipe], failed=False)
         return False
@@ -423,9 +450,9 @@ def settle(failure: Failure, replay: Replay, deadline: float, reports: Path, see
 def shrink(raw: dict, reproduces: Callable[[dict], bool], deadline: float, say=lambda line: None,
            most_shrinks: int | None = None) -> dict:
     """A smaller example that `reproduces` still fails the same way: chunks of steps removed (halves, then smaller),
-    pauses lifted, changes taken out of transactions, given rows no step names dropped, unused tables; after each
-    success the ways are tried again. Stops at `deadline` (a `time.monotonic()` value) or after `most_shrinks`
-    successes, with the smallest so far."""
+    pauses lifted, changes taken out of transactions, given rows no step names dropped, unused tables, values made
+    plain; after each success the ways are tried again. Stops at `deadline` (a `time.monotonic()` value) or after
+    `most_shrinks` successes, with the smallest so far."""
     best, improved, shrinks = raw, True, 0
     while improved and shrinks != most_shrinks:
         improved = False
@@ -523,4 +550,45 @@ def _fewer_tables(raw: dict):
             yield {**raw, "tables": [t for t in raw["tables"] if t != table], "given": given}
 
 
-SHRINKS = (_without_chunks, _without_pauses, _smaller_transactions, _fewer_given_rows, _fewer_tables)
+def plainest(value):
+    """The plainest value of `value`'s kind (a time keeps its zone), or `value` itself for a kind without one."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float, Decimal)):
+        return type(value)(0)
+    if isinstance(value, dt.datetime):
+        return dt.datetime(2008, 1, 1, tzinfo=value.tzinfo)
+    if isinstance(value, dt.date):
+        return dt.date(2008, 1, 1)
+    if isinstance(value, str):
+        return "x"
+    if isinstance(value, bytes):
+        return b"x"
+    if isinstance(value, (dict, list)):
+        return type(value)()
+    return value
+
+
+def _simpler_values(raw: dict):
+    """Each value an insert or an update writes (keys aside) replaced by the plainest of its kind, one at a time: the
+    values the failure needs stay as drawn."""
+    for index, step in enumerate(raw["steps"]):
+        for position, change in enumerate(step.get("transaction") or [step]):
+            kind, args = next(iter(change.items()))
+            field = {"insert": "row", "update": "set"}.get(kind)
+            if not isinstance(args, dict) or field not in args:
+                continue
+            keys = set(scenarios.table_schema(args["table"]).primary_key)
+            for column, value in args[field].items():
+                plain = plainest(value)
+                if column in keys or (type(plain) is type(value) and plain == value):
+                    continue
+                simpler = copy.deepcopy(raw)
+                target = simpler["steps"][index]
+                target = target["transaction"][position] if "transaction" in target else target
+                target[kind][field][column] = plain
+                yield simpler
+
+
+SHRINKS = (_without_chunks, _without_pauses, _smaller_transactions, _fewer_given_rows, _fewer_tables,
+           _simpler_values)

@@ -108,3 +108,18 @@ def test_the_gitlab_caches_are_where_pip_maven_and_the_sandbox_write():
     assert variables["MAVEN_OPTS"] == "-Dmaven.repo.local=$CI_PROJECT_DIR/.cache/m2"
     native = gitlab_jobs()["native"]
     assert any("openjdk-17" in line and "maven" in line for line in native["before_script"])
+
+
+def test_the_nightly_workflow_fuzzes_an_hour_then_checks_every_broken_variant_and_keeps_what_it_found():
+    nightly = workflow("nightly.yml")
+    assert nightly[True]["schedule"], "on a schedule"  # YAML 1.1 reads the key `on` as True
+    job = nightly["jobs"]["fuzz-and-broken-variants"]
+    assert job["env"]["SANDBOX_BACKEND"] == "native" and "'60'" in job["env"]["FUZZ_MINUTES"]
+    runs = [step.get("run", "") for step in job["steps"]]
+    fuzz = next(i for i, run in enumerate(runs) if "make fuzz" in run)
+    variants = next(i for i, run in enumerate(runs) if "make broken-variants" in run)
+    assert fuzz < variants and job["steps"][variants]["if"] == "success() || failure()"
+    assert '"FUZZ_MINUTES=$FUZZ_MINUTES"' in runs[fuzz] and "FUZZ_SEED=$seed" in runs[fuzz]
+    upload = next(step for step in job["steps"] if step.get("uses", "").startswith("actions/upload-artifact"))
+    assert upload["if"] == "always()"
+    assert set(upload["with"]["path"].split()) == {"reports/fuzz/", "reports/broken-variants/"}

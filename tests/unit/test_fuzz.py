@@ -3,12 +3,15 @@ range and type, and shrinking finds the smallest failing sequence a replay confi
 
 from __future__ import annotations
 
+import datetime as dt
 import time
+from decimal import Decimal
 
 import pytest
 
 from cdc_sandbox.harness import fuzz
 from cdc_sandbox.harness.scenario import ScenarioError
+from cdc_sandbox.harness.verdict import Finding, OracleMismatch
 from cdc_sandbox.schema import INTEGER_RANGES
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES
 from cdc_sandbox.tickit_data.schema import get_table
@@ -142,7 +145,51 @@ def test_a_scenario_error_is_judged_by_its_cause():
         except AssertionError as inner:
             raise ScenarioError(__file__, 3, "check failed") from inner
     except ScenarioError as outer:
-        assert fuzz.signature(outer) == "AssertionError"
+        assert fuzz.signature(outer) == fuzz.Signature("AssertionError")
+
+
+def test_a_verdict_is_judged_by_its_check_table_and_columns_and_a_narrower_one_is_the_same_failure():
+    def verdict(check="snapshot", table="category", columns=("catname", "catdesc"), keys=((1,),)):
+        return fuzz.signature(OracleMismatch("silver differs", Finding(check, table, frozenset(columns),
+                                                                       frozenset(keys))))
+
+    wanted = verdict()
+    assert str(wanted) == "OracleMismatch: snapshot of category (columns catdesc, catname)"
+    assert wanted.covers(verdict()) and wanted.covers(verdict(columns=("catname",), keys=((2,), (3,))))
+    assert not wanted.covers(verdict(columns=("catgroup",))), "another column is another bug"
+    assert not wanted.covers(verdict(columns=("catname", "catgroup")))
+    assert not wanted.covers(verdict(columns=()))
+    assert not wanted.covers(verdict(table="venue")) and not wanted.covers(verdict(check="time travel"))
+    assert not wanted.covers(fuzz.Signature("OracleMismatch")) and not wanted.covers(fuzz.Signature("SandboxError"))
+    deleted = verdict(check="deletes", columns=())
+    assert deleted.covers(verdict(check="deletes", columns=(), keys=((7,),)))
+
+
+def test_shrinking_makes_plain_every_value_the_failure_does_not_need():
+    insert = {"insert": {"table": "category", "row": {"catid": 30001, "catgroup": "a  b ", "catname": "東京",
+                                                      "catdesc": "'\";\\"}}}
+    update = {"update": {"table": "category", "key": {"catid": 30001}, "set": {"catdesc": "e\u0301"}}}
+    raw = {"name": "t", "tables": ["category"], "job": {}, "given": {"category": [{"catid": 30001}]},
+           "steps": [insert, {"transaction": [update]}, {"check": "end"}]}
+
+    def reproduces(candidate):  # the failure needs the insert's name, whatever else there is
+        return any(c.get("insert", {}).get("row", {}).get("catname") == "東京" for c in changes(candidate))
+
+    smallest = fuzz.shrink(raw, reproduces, time.monotonic() + 30)
+    assert smallest["steps"] == [{"insert": {"table": "category", "row": {"catid": 30001, "catgroup": "x",
+                                                                          "catname": "東京", "catdesc": "x"}}},
+                                 {"check": "end"}]
+    assert raw["steps"][0] == insert, "the example shrunk is left as it was"
+
+
+@pytest.mark.parametrize("value, plain", [
+    (True, False), (-32768, 0), (Decimal("-999999.99"), Decimal(0)), (2.5e300, 0.0), ("\u0000" * 300, "x"),
+    (b"\xff\x00", b"x"), (dt.date(1000, 1, 1), dt.date(2008, 1, 1)), ({"a": [1]}, {}),
+    (dt.datetime(1969, 12, 31, 23, 59, 59, 999999), dt.datetime(2008, 1, 1)),
+    (dt.datetime(2026, 3, 29, 1, 30, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+     dt.datetime(2008, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=2)))), (None, None)])
+def test_the_plainest_value_keeps_the_kind(value, plain):
+    assert fuzz.plainest(value) == plain and type(fuzz.plainest(value)) is type(plain)
 
 
 def test_a_time_budget_is_spent_by_the_clock_and_an_example_budget_by_count():
