@@ -57,10 +57,18 @@ FUZZ_KEY_BASE = {SMALLINT: 30_000, INT: 2_000_000_000, BIGINT: 2**62}  # above e
 FUZZ_KEYS_PER_TABLE = 24
 # What an example's failure may be: a verdict of the oracle or a scenario, the harness giving up, the job crashing.
 FAILURES = (AssertionError, SandboxError, StreamingQueryException)
-ADDED_COLUMNS = {"fuzz_note": "text", "fuzz_amount": "decimal", "fuzz_flag": "bool"}  # few: tables stop growing
+FUZZ_NEGATIVE_KEYS = 6  # below zero, where TICKIT has no key, besides the smallest a signed type holds
+# Few, one of each type `add_column` takes: the tables stop growing.
+ADDED_COLUMNS = {"fuzz_note": "text", "fuzz_amount": "decimal", "fuzz_flag": "bool", "fuzz_day": "date",
+                 "fuzz_at": "timestamp", "fuzz_count": "int"}
+# The job's table settings for a whole run, drawn from its seed: the modes teams run, each a run of its own.
+JOB_MODES = ({}, {"hard_deletes": True}, {"table_type": "MERGE_ON_READ", "compaction_delta_commits": 2},
+             {"table_type": "MERGE_ON_READ", "compaction_delta_commits": 2, "hard_deletes": True})
 CHANGE_WEIGHTS = {"insert": 3, "update": 5, "delete": 2, "update_key": 2, "burst": 1, "transaction": 1,
                   "add_column": 0.3}
-EDGE_TEXT = ["", " ", "e\u0301", "東京", "🎭", "'\";\\", "NULL", "a  b "]
+# Control characters too, but not NUL, which Postgres text cannot hold.
+EDGE_TEXT = ["", " ", "e\u0301", "東京", "🎭", "'\";\\", "NULL", "a  b ", "tab\there", "two\nlines", "cr\r\n",
+             "\x01\x1f\x7f", "\u200b\ufeff"]
 # Sentinel values real databases hold (1000-01-01 is the earliest MySQL guarantees), either side of the Julian to
 # Gregorian switch (1582-10-15) and of 1900, where Spark's Parquet calendar handling begins.
 EDGE_DATES = [dt.date(1970, 1, 1), dt.date(1900, 1, 1), dt.date(2038, 1, 19), dt.date(2000, 2, 29),
@@ -73,14 +81,15 @@ EDGE_TIMES = [dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59, 999
 
 
 def fuzz_keys(table: Table) -> list[tuple]:
-    """The keys examples use in this table: for an integer key a range above TICKIT's and the largest its type
-    holds; for any other key values of each key column that loaded rows do not use (`fuzz-` text, the top of a
+    """The keys examples use in this table: for an integer key a range above TICKIT's, the largest its type holds
+    and, for a signed one, a few below zero and the smallest it holds; for any other key values of each key column that loaded rows do not use (`fuzz-` text, the top of a
     number's range)."""
     columns = [table.column(name) for name in table.primary_key]
     if len(columns) == 1 and columns[0].type in FUZZ_KEY_BASE:
-        kind = columns[0].type
-        return [(key,) for key in (*range(FUZZ_KEY_BASE[kind], FUZZ_KEY_BASE[kind] + FUZZ_KEYS_PER_TABLE),
-                                   INTEGER_RANGES[kind][1])]
+        kind, (smallest, largest) = columns[0].type, INTEGER_RANGES[columns[0].type]
+        above = [*range(FUZZ_KEY_BASE[kind], FUZZ_KEY_BASE[kind] + FUZZ_KEYS_PER_TABLE), largest]
+        below = [] if columns[0].unsigned else [*range(-FUZZ_NEGATIVE_KEYS, 0), smallest]
+        return [(key,) for key in (*above, *below)]
     return [tuple(_key_part(column, number) for column in columns) for number in range(FUZZ_KEYS_PER_TABLE)]
 
 
@@ -230,6 +239,11 @@ class _Draw:
                            "set": {c.name: fuzz_value(c, self.rng) for c in chosen}}}
 
 
+def job_mode(seed: int) -> dict:
+    """The table settings of every example of the run with this seed (and of the pipeline that plays them)."""
+    return JOB_MODES[random.Random(f"{seed}:mode").randrange(len(JOB_MODES))]
+
+
 def draw_example(seed: int, number: int, sources: dict[str, str], schemas: dict[str, Table] | None = None) -> dict:
     """Example `number` of the run with this seed, as a scenario (a dict in the file format). `sources` maps every
     table that may be chosen to the source database it lives in (a transaction stays in one); `schemas` gives their
@@ -251,7 +265,8 @@ def draw_example(seed: int, number: int, sources: dict[str, str], schemas: dict[
             steps.append({"check": f"batch {number_in_example}"})
     return {"name": f"fuzz seed {seed} example {number}",
             "description": f"Drawn by the fuzzer (seed {seed}, example {number}).",
-            "tables": tables, "job": {"continuous": True} if draw.continuous else {}, "given": given,
+            "tables": tables, "job": {**job_mode(seed), **({"continuous": True} if draw.continuous else {})},
+            "given": given,
             "steps": steps}
 
 
@@ -336,6 +351,12 @@ class Fuzzer:
     def __init__(self, pipeline, oracle, mutator, seed: int, workdir: Path, say=lambda line: None):
         self.pipeline, self.oracle, self.mutator, self.seed = pipeline, oracle, mutator, seed
         self.workdir, self.say = workdir, say
+        mode = job_mode(seed)
+        wanted = (mode.get("table_type", "COPY_ON_WRITE"), mode.get("hard_deletes", False))
+        if (pipeline.config.table_type, pipeline.config.hard_deletes) != wanted:
+            raise SandboxError(f"the examples of seed {seed} run on a job with {mode or 'the default settings'}; "
+                               f"this pipeline's are {pipeline.config.table_type}, hard deletes "
+                               f"{pipeline.config.hard_deletes}", "create the pipeline with `fuzz.job_mode(seed)`")
         self.sources = {spec.table: mutator.placement(spec.table).dialect for spec in pipeline.config.tables}
         self.schemas = {table: mutator.placement(table).table for table in self.sources}
         self.examples = 0

@@ -29,9 +29,9 @@ def budget() -> fuzz.Budget:
 
 def test_random_change_sequences_keep_silver_and_time_travel_equal_to_the_source(
         pipeline_factory, oracle_factory, mutator, sandbox, spark, lake_branches, request):
-    pipeline = pipeline_factory()  # every table
+    pipeline = pipeline_factory(**fuzz.job_mode(SEED))  # every table, in the run's mode
     say = print if request.config.getoption("capture") == "no" else (lambda line: None)
-    say(f"fuzz: seed {SEED}, {budget().describe(0)}")
+    say(f"fuzz: seed {SEED}, job {fuzz.job_mode(SEED) or 'as by default'}, {budget().describe(0)}")
     fuzzer = fuzz.Fuzzer(pipeline, oracle_factory(pipeline), mutator, SEED, REPORTS, say)
     failure = fuzzer.run(budget())
     if failure is None:

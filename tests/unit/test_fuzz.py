@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from pathlib import Path
+from types import SimpleNamespace
 from decimal import Decimal
 
 import pytest
 
+from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness import fuzz
 from cdc_sandbox.harness.scenario import ScenarioError
 from cdc_sandbox.harness.verdict import Finding, OracleMismatch
@@ -64,6 +67,13 @@ def test_the_draws_cover_what_the_issue_of_fuzzing_asks_for():
     values = [v for raw in raws for c in changes(raw) for args in c.values() if isinstance(args, dict)
               for v in (args.get("set") or args.get("row") or {}).values()]
     assert None in values and "" in values and 2**15 - 1 in values
+    assert {"two\nlines", "\x01\x1f\x7f"} <= set(values), "control characters"
+    keys = {k for raw in raws for rows in raw["given"].values() for row in rows for k in row.values()
+            if isinstance(k, int)}
+    assert {-(2**15), -(2**31)} <= keys and any(-fuzz.FUZZ_NEGATIVE_KEYS <= k < 0 for k in keys), "keys below zero"
+    added = {c["add_column"]["type"] for seed in range(200) for c in changes(fuzz.draw_example(seed, 1, SOURCES))
+             if "add_column" in c}
+    assert added == set(fuzz.ADDED_COLUMNS.values()) == {"text", "decimal", "bool", "date", "timestamp", "int"}
     assert any(len({args["table"] for c in step["transaction"] for args in c.values()}) > 1
                for raw in raws for step in raw["steps"] if "transaction" in step)
 
@@ -220,3 +230,18 @@ def test_examples_on_a_projects_tables_use_keys_of_any_shape_and_values_of_every
             if isinstance(args, dict) and "key" in args:
                 assert set(args["key"]) == {"tenant", "account_no"}
     assert {"str", "int", "dict", "bytes", "datetime"} <= seen_types
+
+
+def test_each_run_plays_every_example_in_one_job_mode_drawn_from_its_seed():
+    modes = {str(fuzz.job_mode(seed)) for seed in SEEDS}
+    assert modes == {str(mode) for mode in fuzz.JOB_MODES}, "over many runs, every mode"
+    for seed in (41, 42):
+        assert {str({k: v for k, v in fuzz.draw_example(seed, n, SOURCES)["job"].items() if k != "continuous"})
+                for n in range(1, 6)} == {str(fuzz.job_mode(seed))}
+
+
+def test_a_pipeline_in_another_mode_than_the_seeds_is_refused():
+    seed = next(seed for seed in SEEDS if fuzz.job_mode(seed).get("hard_deletes"))
+    pipeline = SimpleNamespace(config=SimpleNamespace(table_type="COPY_ON_WRITE", hard_deletes=False, tables=[]))
+    with pytest.raises(SandboxError, match="fuzz.job_mode"):
+        fuzz.Fuzzer(pipeline, None, None, seed, Path("."))
