@@ -82,8 +82,8 @@ EDGE_TIMES = [dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59, 999
 
 def fuzz_keys(table: Table) -> list[tuple]:
     """The keys examples use in this table: for an integer key a range above TICKIT's, the largest its type holds
-    and, for a signed one, a few below zero and the smallest it holds; for any other key values of each key column that loaded rows do not use (`fuzz-` text, the top of a
-    number's range)."""
+    and, for a signed one, a few below zero and the smallest it holds; for any other key values of each key column
+    that loaded rows do not use (`fuzz-` text, the top of a number's range)."""
     columns = [table.column(name) for name in table.primary_key]
     if len(columns) == 1 and columns[0].type in FUZZ_KEY_BASE:
         kind, (smallest, largest) = columns[0].type, INTEGER_RANGES[columns[0].type]
@@ -409,8 +409,8 @@ def delete_rows(mutator, tables: list[str]) -> bool:
 
 class Replay:
     """Whether an example, run as a scenario on a fresh lake (branched from `branches` unless None), fails the way
-    the fuzzer's failure did (`wanted`, a `Signature` that covers the example's). The lake's job first runs once over what the branch lacks;
-    the scenario then runs inside `around()` (a harness test breaks the job there)."""
+    the fuzzer's failure did (`wanted`, a `Signature` that covers the example's). The lake's job first runs once
+    over what the branch lacks; the scenario then runs inside `around()` (a harness test breaks the job there)."""
 
     def __init__(self, settings, spark, branches, mutator, timeout: float, wanted: Signature, workdir: Path,
                  around=contextlib.nullcontext):
