@@ -57,7 +57,8 @@ FUZZ_KEY_BASE = {SMALLINT: 30_000, INT: 2_000_000_000, BIGINT: 2**62}  # above e
 FUZZ_KEYS_PER_TABLE = 24
 # What an example's failure may be: a verdict of the oracle or a scenario, the harness giving up, the job crashing.
 FAILURES = (AssertionError, SandboxError, StreamingQueryException)
-FUZZ_NEGATIVE_KEYS = 6  # below zero, where TICKIT has no key, besides the smallest a signed type holds
+# Mirrored below zero (where TICKIT has no key), away from the -1 a team's table may hold for "unknown".
+FUZZ_NEGATIVE_KEYS = 6
 # Few, one of each type `add_column` takes: the tables stop growing.
 ADDED_COLUMNS = {"fuzz_note": "text", "fuzz_amount": "decimal", "fuzz_flag": "bool", "fuzz_day": "date",
                  "fuzz_at": "timestamp", "fuzz_count": "int"}
@@ -82,13 +83,13 @@ EDGE_TIMES = [dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59, 999
 
 def fuzz_keys(table: Table) -> list[tuple]:
     """The keys examples use in this table: for an integer key a range above TICKIT's, the largest its type holds
-    and, for a signed one, a few below zero and the smallest it holds; for any other key values of each key column
-    that loaded rows do not use (`fuzz-` text, the top of a number's range)."""
+    and, for a signed one, a few of that range negated and the smallest it holds; for any other key values of each
+    key column that loaded rows do not use (`fuzz-` text, the top of a number's range)."""
     columns = [table.column(name) for name in table.primary_key]
     if len(columns) == 1 and columns[0].type in FUZZ_KEY_BASE:
         kind, (smallest, largest) = columns[0].type, INTEGER_RANGES[columns[0].type]
         above = [*range(FUZZ_KEY_BASE[kind], FUZZ_KEY_BASE[kind] + FUZZ_KEYS_PER_TABLE), largest]
-        below = [] if columns[0].unsigned else [*range(-FUZZ_NEGATIVE_KEYS, 0), smallest]
+        below = [] if columns[0].unsigned else [-key for key in above[:FUZZ_NEGATIVE_KEYS]] + [smallest]
         return [(key,) for key in (*above, *below)]
     return [tuple(_key_part(column, number) for column in columns) for number in range(FUZZ_KEYS_PER_TABLE)]
 
