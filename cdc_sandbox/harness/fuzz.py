@@ -31,6 +31,7 @@ from pyspark.errors import StreamingQueryException
 
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness import scenario as scenarios
+from cdc_sandbox.harness.verdict import Finding
 from cdc_sandbox.schema import (
     BIGINT,
     BOOL,
@@ -302,10 +303,7 @@ class Signature:
                 and other.columns <= self.columns and bool(other.columns) == bool(self.columns))
 
     def __str__(self) -> str:
-        if not self.check:
-            return self.kind
-        named = f" (columns {', '.join(sorted(self.columns))})" if self.columns else ""
-        return f"{self.kind}: {self.check} of {self.table}{named}"
+        return f"{self.kind}: {Finding(self.check, self.table, self.columns)}" if self.check else self.kind
 
 
 def signature(error: BaseException) -> Signature:
