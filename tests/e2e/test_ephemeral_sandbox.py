@@ -80,7 +80,13 @@ def shared_s3_storage_unusable():
         SHARED_S3_STORAGE.unlink()
 
 
+def clear_isolation_marks(s3, bucket: str) -> None:
+    for found in s3.list_objects_v2(Bucket=bucket, Prefix="_isolation/").get("Contents", []):
+        s3.delete_object(Bucket=bucket, Key=found["Key"])
+
+
 def test_ephemeral_sandbox_for_a_users_suite(pytester, sandbox_settings, s3, lake_bucket, shared_s3_storage_unusable):
+    clear_isolation_marks(s3, lake_bucket)  # an earlier run on this stack that was cut short may have left one
     s3.put_object(Bucket=lake_bucket, Key="_isolation/project", Body=b"p")
     try:
         pytester.makepyfile(test_users_suite=USER_SUITE)
@@ -89,7 +95,7 @@ def test_ephemeral_sandbox_for_a_users_suite(pytester, sandbox_settings, s3, lak
         assert result.ret == 0, result.stdout.str()[-3000:]
         mine = [o["Key"] for o in s3.list_objects_v2(Bucket=lake_bucket, Prefix="_isolation/").get("Contents", [])]
     finally:
-        s3.delete_object(Bucket=lake_bucket, Key="_isolation/project")
+        clear_isolation_marks(s3, lake_bucket)
     assert json.loads((pytester.path / "lake.json").read_text()) == ["_isolation/ephemeral"]
     assert mine == ["_isolation/project"]
     seen = json.loads((pytester.path / "seen.json").read_text())
@@ -98,9 +104,15 @@ def test_ephemeral_sandbox_for_a_users_suite(pytester, sandbox_settings, s3, lak
     assert [port for port in seen["ports"].values() if listening(port)] == [], "stopped after the session"
 
 
+LOADING_SUITE = '''
+def test_needs_tickit(tickit_loaded):
+    pass
+'''
+
+
 def test_a_tickit_scale_is_refused_for_the_sandbox_a_session_attaches_to(pytester):
     """It would shrink the project's tables: the session stops before loading anything."""
-    pytester.makepyfile(test_users_suite=USER_SUITE)
+    pytester.makepyfile(test_users_suite=LOADING_SUITE)
     result = pytester.runpytest_subprocess("--sandbox-tickit-scale=0.01", "-p", "no:cacheprovider", "-q",
                                            "--sandbox-summary=summary.txt", timeout=300)
     assert result.ret != 0

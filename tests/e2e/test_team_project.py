@@ -87,7 +87,7 @@ def _blank_owner(mutator: Mutator) -> None:
 def _delete_shipment(mutator: Mutator) -> None:
     row = mutator.sample_row("shipments", random.Random())
     mutator.delete("shipments", {"shipment_id": row["shipment_id"]})
-    mutator.insert("shipments", row | {"shipment_id": 10**9 + row["shipment_id"]})
+    mutator.insert("shipments", row | mutator.new_key("shipments", random.Random()))  # whatever earlier runs left
 
 
 # variant -> (the change that shows it, the failure it must cause, the job session's zone)
