@@ -227,6 +227,20 @@ def session_zone_times(patch: pytest.MonkeyPatch) -> None:
     _transform_changes(patch, local_wall_clock)
 
 
+def wall_clock_round_trip(patch: pytest.MonkeyPatch) -> None:
+    """Passes each timestamp through the wall clock of the Spark session's zone and back (a "normalise to local
+    time" step): the same instant in every hour but the one a daylight-saving change repeats, whose second pass
+    comes back as the first."""
+
+    def round_trip(changes: DataFrame, spec: TableSpec) -> DataFrame:
+        zone = changes.sparkSession.conf.get("spark.sql.session.timeZone")
+        times = _source_columns(changes, "timestamp")
+        return changes.select(*[F.to_utc_timestamp(F.from_utc_timestamp(c, zone), zone).alias(c) if c in times
+                                else F.col(c) for c in changes.columns])
+
+    _transform_changes(patch, round_trip)
+
+
 def partition_change_kept_twice(patch: pytest.MonkeyPatch) -> None:
     """Writes partitioned tables with a partition-local index (Hudi's SIMPLE, not GLOBAL_SIMPLE): a row whose
     partition value changes is written to its new partition and stays in its old one."""
@@ -274,7 +288,8 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "empty-deletes": empty_deletes, "registry-quarantine": registry_quarantine,
             "ignores-truncates": ignores_truncates, "decimals-through-double": decimals_through_double,
             "session-zone-times": session_zone_times, "partition-change-kept-twice": partition_change_kept_twice,
-            "millisecond-times": millisecond_times, "empty-strings-as-nulls": empty_strings_as_nulls}
+            "millisecond-times": millisecond_times, "empty-strings-as-nulls": empty_strings_as_nulls,
+            "wall-clock-round-trip": wall_clock_round_trip}
 
 
 def _has_column(*kinds: str):
@@ -289,6 +304,7 @@ NEEDS = {
     "zone-shifted-times": ("date or timestamp column", _has_column(DATE, TIMESTAMP, TIMESTAMPTZ)),
     "session-zone-times": ("timestamp column", _has_column(TIMESTAMP, TIMESTAMPTZ)),
     "millisecond-times": ("timestamp column", _has_column(TIMESTAMP, TIMESTAMPTZ)),
+    "wall-clock-round-trip": ("timestamp column", _has_column(TIMESTAMP, TIMESTAMPTZ)),
     "partition-change-kept-twice": ("partitioned table", lambda settings, tables: any(
         settings.topology.silver_of(t.name).partition_by for t in tables)),
     "dropped-added-column": ("MariaDB or MySQL table", lambda settings, tables: any(

@@ -5,9 +5,11 @@ README ("Scenario files"). A malformed file fails with its path, the line and th
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import os
+import zoneinfo
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -42,7 +44,7 @@ from cdc_sandbox.tickit_data.schema import get_table
 
 SHIPPED = PACKAGE_DIR / "fixtures" / "scenarios"  # the scenarios that come with the package, run on TICKIT
 TOP_LEVEL = {"name", "description", "tables", "source", "job", "given", "steps"}
-JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits"}
+JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits", "session_zone"}
 CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "truncate"}
 STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
                              "registry_outage", "grow_topic"}
@@ -231,6 +233,9 @@ class _Validator:
             for key in job:
                 if key not in JOB_OPTIONS:
                     self.fail(job, f"unknown job option {key!r}; allowed: {', '.join(sorted(JOB_OPTIONS))}", key)
+            if "session_zone" in job and not _is_zone(job["session_zone"]):
+                self.fail(job, f"session_zone {job['session_zone']!r} is no time zone; give an IANA name such as "
+                               "America/New_York or UTC", "session_zone")
         return [dict(job) for job in jobs]
 
     def schema(self, table: str) -> Table:
@@ -415,19 +420,25 @@ def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lamb
     say(f"scenario: {scenario.name}")
     emptied = {table: mutator.rows(table) for table in _truncated_tables(scenario)}
     try:
-        give(scenario, mutator)
-        if job.get("continuous"):
-            pipeline.start_continuous()
-        oracle.track(scenario.tables, label="given")
-        expectations = _play_steps(scenario, pipeline, mutator, oracle, say)
-        oracle.verify_history()
-        for step, recorded in expectations:  # every expectation again, by time travel to its commit
-            _expect(step, oracle, recorded, time_travel=True)
+        with session_zone(pipeline.spark, pipeline.config.session_zone):
+            expectations = _run(scenario, pipeline, mutator, oracle, say, job)
     finally:
         for table, rows in emptied.items():  # the tables it truncated hold their rows again for later tests
             mutator.restore(table, rows)
     count = sum(len(rows) for step, _ in expectations for spec in step.args["expect"].values() for rows in spec.values())
     return ScenarioResult(scenario.name, len(scenario.labels), count)
+
+
+def _run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say, job: dict) -> list:
+    give(scenario, mutator)
+    if job.get("continuous"):
+        pipeline.start_continuous()
+    oracle.track(scenario.tables, label="given")
+    expectations = _play_steps(scenario, pipeline, mutator, oracle, say)
+    oracle.verify_history()
+    for step, recorded in expectations:  # every expectation again, by time travel to its commit
+        _expect(step, oracle, recorded, time_travel=True)
+    return expectations
 
 
 def _play_steps(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say) -> list:
@@ -441,6 +452,25 @@ def _play_steps(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, 
         if outcome:
             expectations.append((step, outcome))
     return expectations
+
+
+def _is_zone(name) -> bool:
+    try:
+        zoneinfo.ZoneInfo(str(name))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def session_zone(spark, zone: str):
+    """The harness's Spark session, which runs the job under test and reads silver, in `zone` for a while."""
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
 
 
 def _truncated_tables(scenario: Scenario) -> list[str]:
@@ -562,9 +592,12 @@ def _change(mutator: Mutator, kind: str, args: dict) -> None:
 
 
 def _typed(shape, column: str, value):
-    """An expected value as the reader returns it: decimals exact, whatever YAML made of them."""
+    """An expected value as the reader returns it: decimals exact, whatever YAML made of them; an instant with its
+    offset as its UTC wall-clock time."""
     if value is not None and shape.table.column(column).type == DECIMAL:
         return Decimal(str(value))
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
     return value
 
 

@@ -15,6 +15,8 @@ A JSON file (`--config`) holds:
                                            (default false: a truncate deletes every row live before it); the
                                            batch summary names each truncate ignored
   trigger_seconds                          micro-batch interval of --continuous
+  session_zone                             the Spark session's time zone (default UTC), as the team's cluster sets
+                                           it: silver must hold the same instants in any zone
   retain_commits                           clean file versions older than this many commits (default: keep all)
   buckets                                  file groups per silver table (Hudi's bucket index; fixed when a
                                            table is created); a table's own `buckets` overrides it
@@ -100,6 +102,7 @@ class JobConfig:
     hard_deletes: bool = False
     ignore_truncates: bool = False
     trigger_seconds: float = 2.0
+    session_zone: str = "UTC"
     retain_commits: int | None = None
     buckets: int = 1
     starting_offsets: dict | None = None

@@ -48,7 +48,7 @@ def session_conf(config: JobConfig, java_options: str = "") -> dict[str, str]:
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
-        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.session.timeZone": config.session_zone,
         # Dates and times are proleptic Gregorian from the source to the lake: written so (Spark's default refuses to
         # write a date before 1582 or a time before 1900, which its 2.x readers took in another calendar), and read so
         # from files of Hudi's Avro writer, which carry no Spark version to tell Spark their calendar.

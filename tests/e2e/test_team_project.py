@@ -56,10 +56,11 @@ def team(team_dir, sandbox: Settings) -> Settings:
 def test_the_team_suite_passes_from_its_own_directory(team_dir, sandbox):
     env = {k: v for k, v in os.environ.items() if k not in ("SANDBOX_PROJECT", "SANDBOX_BROKEN_JOB")}
     env["SANDBOX_STATE_DIR"] = str(sandbox.state_dir)
-    done = subprocess.run([sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider"], cwd=team_dir,
-                          env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=team_dir,
+                          env=env, capture_output=True, text=True, timeout=900)  # its pytest.ini's testpaths
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
-    assert "1 passed" in done.stdout
+    ran = len(list((TEAM_PROJECT / "scenarios").glob("*.yaml"))) + 1  # its scenarios and its test module's one test
+    assert f"\n{ran} passed" in done.stdout, done.stdout[-3000:]
     assert "commits checked by time travel: 0;" not in done.stdout, "the team's suite checked its history"
     assert "DeprecationWarning" not in done.stdout
     left = sorted(set(os.listdir(team_dir)) - set(os.listdir(TEAM_PROJECT)))
@@ -90,6 +91,13 @@ def _delete_shipment(mutator: Mutator) -> None:
     mutator.insert("shipments", row | mutator.new_key("shipments", random.Random()))  # whatever earlier runs left
 
 
+def _second_one_thirty(mutator: Mutator) -> None:
+    """06:30 UTC on New York's fall-back day: its clocks show 01:30 for the second time."""
+    row = mutator.sample_row("shipments", random.Random())
+    mutator.update("shipments", {"shipment_id": row["shipment_id"]},
+                   {"updated_at": dt.datetime(2026, 11, 1, 6, 30, tzinfo=dt.timezone.utc)})
+
+
 # variant -> (the change that shows it, the failure it must cause, the job session's zone)
 CAUGHT_ON_TEAM_TABLES = {
     "decimals-through-double": (_balance, Catch("snapshot", "accounts", "balance"), "UTC"),  # numeric(38,10) loses digits
@@ -102,6 +110,7 @@ CAUGHT_ON_TEAM_TABLES = {
     "empty-deletes": (_delete_shipment, Catch("deletes", "shipments", "status"), "UTC"),
     "millisecond-times": (_reschedule, Catch("snapshot", "shipments", "updated_at"), "UTC"),
     "empty-strings-as-nulls": (_blank_owner, Catch("snapshot", "accounts", "owner"), "UTC"),
+    "wall-clock-round-trip": (_second_one_thirty, Catch("snapshot", "shipments", "updated_at"), NEW_YORK),
 }
 
 

@@ -78,6 +78,7 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
     (GOOD.replace("key: {catid: 1}", "key: {catid: 40000}"), 5, "category.catid is smallint, not 40000"),
     (GOOD.replace("set: {catdesc: x}", "set: {catdesc: 5}"), 5, "category.catdesc is str, not 5"),
     (GOOD.replace("tables: [category]", "tables: [category]\nsource: oracle"), 3, "unknown source 'oracle'"),
+    (GOOD.replace("steps:", "job: {session_zone: Mars/Olympus}\nsteps:"), 3, "session_zone 'Mars/Olympus' is no time"),
     (GOOD.replace("tables: [category]", "tables: [category]\nsource: mssql"), 3,
      "category not on source 'mssql' in cdc_sandbox/fixtures/topology.yaml"),
 ])
