@@ -16,6 +16,7 @@ from decimal import Decimal
 import pytest
 
 from cdc_sandbox.config import Settings
+from cdc_sandbox.harness import scenario as scenarios
 from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
@@ -127,22 +128,20 @@ def test_a_broken_job_is_caught_on_the_team_tables(request, variant, team, spark
     change, catch, zone = CAUGHT_ON_TEAM_TABLES[variant]
     table = catch.table
     VARIANTS[variant](monkeypatch)
-    before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", zone)
-    pipeline = pipeline_on_new_lake(team, spark, None, only=[table])
-    try:
-        pipeline.run_once()  # the topic's backlog, by the broken job from the first change
-        mutator = Mutator(team)
-        oracle = Oracle(team, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
-                        stats=RunStats())
-        table_type = pipeline.config.table_type_of(pipeline.config.spec(table))
-        judged = expect_catch(request, variant, f"team project, {table}", f"run once, {table_type}, zone {zone}",
-                              (catch,))
-        with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
-            oracle.track([table])
-            change(mutator)
-            oracle.round(variant)
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", before)
-        finish([pipeline], failed=False)
+    with scenarios.session_zone(spark, zone):
+        pipeline = pipeline_on_new_lake(team, spark, None, only=[table])
+        try:
+            pipeline.run_once()  # the topic's backlog, by the broken job from the first change
+            mutator = Mutator(team)
+            oracle = Oracle(team, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
+                            stats=RunStats())
+            table_type = pipeline.config.table_type_of(pipeline.config.spec(table))
+            judged = expect_catch(request, variant, f"team project, {table}",
+                                  f"run once, {table_type}, zone {zone}", (catch,))
+            with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
+                oracle.track([table])
+                change(mutator)
+                oracle.round(variant)
+        finally:
+            finish([pipeline], failed=False)
     assert not (wrong := judged(caught.value)), f"{variant}: {wrong}"
