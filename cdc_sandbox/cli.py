@@ -413,7 +413,7 @@ def scenario_run(file: str = typer.Argument(..., help="A scenario file, or the n
         settings = Settings.load()
         if reason := scenario.unavailable(spec, settings):
             raise SandboxError(f"{file} cannot run on this sandbox: nothing was run", reason)
-        options = {k: v for k, v in spec.job.items() if k != "continuous"}
+        options = scenario.pipeline_options(spec, spec.job)
         lake = lake or f"s3a://{settings.topology.lake_bucket}/scenario-{file.stem}-{uuid.uuid4().hex[:6]}"
         pipe = Pipeline.start(settings, lake=lake, job_under_test=jobs.load(job), only=spec.tables, **options)
         mutator = Mutator(settings)

@@ -33,7 +33,7 @@ from cdc_sandbox.harness.oracle import NotOneBatch
 from cdc_sandbox.harness.pipeline import SilverBehind
 from cdc_sandbox.harness.verdict import OracleMismatch
 from cdc_sandbox.schema import DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ
-from cdc_sandbox.spark_jobs import cdc_hudi_job
+from cdc_sandbox.spark_jobs import cdc_hudi_job, images
 from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
 from cdc_sandbox.spark_jobs.job_config import TableSpec
 from cdc_sandbox.stack import catalog
@@ -280,6 +280,12 @@ def empty_strings_as_nulls(patch: pytest.MonkeyPatch) -> None:
     _transform_changes(patch, nulled)
 
 
+def placeholders_as_values(patch: pytest.MonkeyPatch) -> None:
+    """Writes the values an event leaves out as they arrive (a job written for REPLICA IDENTITY FULL): Debezium's
+    TOAST placeholder as the text an update did not change, a key-only delete's NULLs as the deleted row's values."""
+    patch.setattr(images, "completed", lambda rows, spec, key_only_deletes, stored: rows)
+
+
 VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": order_by_kafka_offset,
             "drop-deletes": drop_deletes, "skip-table": skip_table,
             "offset-in-key": offset_in_key, "widened-integers": widened_integers,
@@ -289,7 +295,7 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "ignores-truncates": ignores_truncates, "decimals-through-double": decimals_through_double,
             "session-zone-times": session_zone_times, "partition-change-kept-twice": partition_change_kept_twice,
             "millisecond-times": millisecond_times, "empty-strings-as-nulls": empty_strings_as_nulls,
-            "wall-clock-round-trip": wall_clock_round_trip}
+            "wall-clock-round-trip": wall_clock_round_trip, "placeholders-as-values": placeholders_as_values}
 
 
 def _has_column(*kinds: str):

@@ -424,7 +424,7 @@ class Replay:
             spec = write(raw, self.workdir / "candidate.yaml")
         except scenarios.ScenarioError:
             return False  # e.g. a column set, and the step that added it taken out
-        options = {k: v for k, v in spec.job.items() if k != "continuous"}
+        options = scenarios.pipeline_options(spec, spec.job)
         pipe = pipeline_on_new_lake(self.settings, self.spark, self.branches, only=spec.tables, **options)
         try:
             pipe.run_once()

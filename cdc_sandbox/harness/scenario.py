@@ -9,6 +9,8 @@ import contextlib
 import datetime as dt
 import functools
 import os
+import random
+import string
 import zoneinfo
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -43,7 +45,9 @@ from cdc_sandbox.stack import catalog
 from cdc_sandbox.tickit_data.schema import get_table
 
 SHIPPED = PACKAGE_DIR / "fixtures" / "scenarios"  # the scenarios that come with the package, run on TICKIT
-TOP_LEVEL = {"name", "description", "tables", "source", "job", "given", "steps"}
+TOP_LEVEL = {"name", "description", "tables", "source", "replica_identity", "job", "given", "steps"}
+REPLICA_IDENTITIES = ("default", "full")
+RANDOM_TEXT_MAX = 10_000_000
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits", "session_zone"}
 CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "truncate"}
 STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
@@ -95,6 +99,31 @@ def _construct_list(loader, node):
     return result
 
 
+@dataclass(frozen=True)
+class RandomText:
+    """`!random_text {length: N, seed: S}`: N letters and digits drawn with seed S. Such text does not compress, as
+    documents and blobs do not: Postgres stores a value of it over about 2 kB out of line (TOAST)."""
+
+    length: int
+    seed: int = 0
+
+    def text(self) -> str:
+        draw = random.Random(self.seed)
+        return "".join(draw.choices(string.ascii_letters + string.digits, k=self.length))
+
+
+def _construct_random_text(loader, node):
+    line = node.start_mark.line + 1
+    fields = loader.construct_mapping(node) if isinstance(node, yaml.MappingNode) else None
+    if not fields or set(fields) - {"length", "seed"} or not all(
+            type(fields.get(name, 0)) is int for name in ("length", "seed")) \
+            or not 0 < fields.get("length", 0) <= RANDOM_TEXT_MAX:
+        raise ScenarioError(Path(loader.name), line, f"!random_text takes {{length: <1 to {RANDOM_TEXT_MAX:,}>, "
+                                                     "seed: <an integer>}")
+    return RandomText(fields["length"], fields.get("seed", 0))
+
+
+_Loader.add_constructor("!random_text", _construct_random_text)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_map)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_list)
 
@@ -118,6 +147,7 @@ class Scenario:
     steps: list[Step]
     labels: list[str] = field(default_factory=list)
     source: str | None = None  # runs only where this source holds the tables itself, not a stand-in
+    replica_identity: str | None = None  # its Postgres tables' REPLICA IDENTITY while it runs (FULL otherwise)
     schemas: dict[str, Table] = field(default_factory=dict)  # its tables' columns and keys
 
     @property
@@ -201,6 +231,8 @@ class _Validator:
             self.table_name(raw, table, "tables")
         if "source" in raw:
             self.source(raw, tables)
+        if "replica_identity" in raw:
+            self.replica_identity(raw, tables)
         jobs = self.jobs(raw)
         given = raw.get("given") or {}
         if not isinstance(given, dict):
@@ -219,7 +251,7 @@ class _Validator:
         labels = [s.args["label"] for s in steps if s.kind == "check"]
         return Scenario(self.path, str(raw["name"]), str(raw.get("description", "")).strip(), list(tables),
                         jobs, {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"),
-                        {t: self.schema(t) for t in tables})
+                        raw.get("replica_identity"), {t: self.schema(t) for t in tables})
 
     def jobs(self, raw) -> list[dict]:
         """`job`: one mapping of job options, or a list of them (the scenario runs under each)."""
@@ -251,6 +283,15 @@ class _Validator:
         if elsewhere:
             self.fail(raw, f"{', '.join(elsewhere)} not on source {raw['source']!r} in {topology.file_label}",
                       "source")
+
+    def replica_identity(self, raw, tables: list[str]) -> None:
+        if raw["replica_identity"] not in REPLICA_IDENTITIES:
+            self.fail(raw, f"replica_identity is {' or '.join(REPLICA_IDENTITIES)}, not {raw['replica_identity']!r}",
+                      "replica_identity")
+        engines = {self.topology.sources[self.topology.table(t).source].engine for t in tables}
+        if "postgres" not in engines:
+            self.fail(raw, "replica_identity is a setting of Postgres tables, and none of this scenario's tables is "
+                           "on Postgres", "replica_identity")
 
     def table_name(self, where, table, key, allowed=None) -> str:
         names = sorted(t.name for t in self.topology.tables)
@@ -391,6 +432,8 @@ def _fits(column: Column, value) -> bool:
             return False
     if kind == STR and column.labels:
         return value in column.labels
+    if isinstance(value, RandomText):
+        return kind == STR
     accepted = {STR: str, UUID: str, BYTES: (bytes, str), DATE: dt.date, TIMESTAMP: dt.datetime,
                 TIMESTAMPTZ: dt.datetime, BOOL: bool}[kind]
     return isinstance(value, accepted) and not (kind == DATE and isinstance(value, dt.datetime))
@@ -434,7 +477,8 @@ def _run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say, jo
     if job.get("continuous"):
         pipeline.start_continuous()
     oracle.track(scenario.tables, label="given")
-    expectations = _play_steps(scenario, pipeline, mutator, oracle, say)
+    with _source_settings(scenario, mutator):
+        expectations = _play_steps(scenario, pipeline, mutator, oracle, say)
     oracle.verify_history()
     for step, recorded in expectations:  # every expectation again, by time travel to its commit
         _expect(step, oracle, recorded, time_travel=True)
@@ -452,6 +496,20 @@ def _play_steps(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, 
         if outcome:
             expectations.append((step, outcome))
     return expectations
+
+
+def pipeline_options(scenario: Scenario, job: dict) -> dict:
+    """The options a pipeline for one of the scenario's jobs is made with (`continuous` is how it is run)."""
+    options = {key: value for key, value in job.items() if key != "continuous"}
+    if scenario.replica_identity == "default":
+        options["key_only_deletes"] = True  # as a team configures its job for such tables
+    return options
+
+
+def _source_settings(scenario: Scenario, mutator: Mutator):
+    if scenario.replica_identity is None:
+        return contextlib.nullcontext()
+    return mutator.replica_identity(scenario.tables, scenario.replica_identity)
 
 
 def _is_zone(name) -> bool:
@@ -598,12 +656,15 @@ def _typed(shape, column: str, value):
         return Decimal(str(value))
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
         return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(value, RandomText):
+        return value.text()
     return value
 
 
 def _values(row: dict) -> dict:
     """YAML floats would lose cents: decimals are written as strings or numbers and kept exact."""
-    return {k: Decimal(str(v)) if isinstance(v, float) else v for k, v in row.items()}
+    return {k: Decimal(str(v)) if isinstance(v, float) else v.text() if isinstance(v, RandomText) else v
+            for k, v in row.items()}
 
 
 def _expect(step: Step, oracle: Oracle, entries: dict, time_travel: bool) -> None:

@@ -31,7 +31,7 @@ def _scenario_test(spec: scenarios.Scenario, job: dict):
     def test_scenario(cdc_pipeline_factory, cdc_oracle_factory, cdc_mutator):  # the plugin's own fixtures
         if reason := scenarios.unavailable(spec, cdc_mutator.settings):
             pytest.skip(reason)
-        options = {k: v for k, v in job.items() if k != "continuous"}
+        options = scenarios.pipeline_options(spec, job)
         pipeline = cdc_pipeline_factory(only=spec.tables, **options)
         scenarios.run(spec, pipeline, cdc_mutator, cdc_oracle_factory(pipeline), job=job)
 

@@ -26,6 +26,7 @@ from cdc_sandbox.harness.silver import (
 )
 
 MAX_DIFF_LINES = 25
+LONGEST_VALUE_SHOWN = 80  # characters of a value's repr in a difference
 ABSENT = "absent"  # a key a read or the expectation does not hold
 READ_CHECKS = ("snapshot", "time travel", "incremental")  # the reads the oracle compares with the source
 
@@ -215,7 +216,7 @@ def diff_rows(shape: Shape, expected: Rows, actual: Rows) -> list[str]:
             continue
         for column, a, b in zip(shape.columns, want, got):
             if a != b:
-                lines.append(f"  key {shown}: column {column}: expected {a!r}, actual {b!r}")
+                lines.append(f"  key {shown}: column {column}: expected {_value(a)}, actual {_value(b)}")
     total = len(lines)
     if total > MAX_DIFF_LINES:
         lines = lines[:MAX_DIFF_LINES] + [f"  ... and {total - MAX_DIFF_LINES} more differences"]
@@ -232,11 +233,19 @@ def deleted_row_problems(shape: Shape, key: tuple, want: tuple | None, got: tupl
     if got is None:
         return [f"key {shown}: no soft-deleted row (__deleted='true'); the source deleted {want!r}"]
     row, op = got
-    lines = [f"key {shown}: deleted row's column {c}: expected {a!r}, actual {b!r}"
+    lines = [f"key {shown}: deleted row's column {c}: expected {_value(a)}, actual {_value(b)}"
              for c, a, b in zip(shape.columns, want, row) if a != b]
     if op != want_op:
         lines.append(f"key {shown}: deleted row's __op: expected {want_op!r}, actual {op!r}")
     return lines
+
+
+def _value(value) -> str:
+    """A value as a difference shows it: a long one by its beginning and its length."""
+    shown = repr(value)
+    if len(shown) <= LONGEST_VALUE_SHOWN:
+        return shown
+    return f"{shown[:LONGEST_VALUE_SHOWN]}... ({len(value):,} long)"
 
 
 def _describe(row) -> str:

@@ -45,13 +45,13 @@ from cdc_sandbox.sources.positions import current_position, position_in, positio
 from cdc_sandbox.stack.catalog import Placement, placements
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.stack.services.sqlserver_cdc import refresh_capture_instance_batch
-from cdc_sandbox.tickit_data.ddl import MYSQL, SQLSERVER, quote
+from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, quote
 
 KEY_LIMITS = {SMALLINT: 2**15 - 1, INT: 2**31 - 1, BIGINT: 2**63 - 1}  # the largest key each key type holds
 # Debezium operations each mutation kind produces (a key update is a delete of the old key and a create).
 DEBEZIUM_OPS = {"insert": ["c"], "update": ["u"], "delete": ["d"], "update_key": ["d", "c"], "add_column": [],
                 "drop_column": [], "truncate": ["t"]}
-LOGICAL_TYPES = {"int": INT, "smallint": SMALLINT, "text": STR, "decimal": DECIMAL, "date": DATE,
+LOGICAL_TYPES = {"int": INT, "smallint": SMALLINT, "text": STR, "long_text": STR, "decimal": DECIMAL, "date": DATE,
                  "timestamp": TIMESTAMP, "bool": BOOL}
 
 
@@ -251,6 +251,25 @@ class Mutator:
         if self._open is not None:
             raise SandboxError("a truncate runs in a transaction of its own", "make it a step of its own")
         return self._apply(p, "truncate", {}, f"TRUNCATE TABLE {p.name}", ())
+
+    @contextmanager
+    def replica_identity(self, tables: list[str], identity: str):
+        """The Postgres ones of `tables` with REPLICA IDENTITY `identity` for a while, FULL again after (the
+        sandbox's own setting). DEFAULT, as most production tables run: a delete's old row holds the key alone, and
+        an update leaves out the TOASTed values it did not change."""
+        postgres = [self.placement(t) for t in tables if self.placement(t).dialect == POSTGRES]
+        self._set_replica_identity(postgres, identity)
+        try:
+            yield
+        finally:
+            self._set_replica_identity(postgres, "full")
+
+    def _set_replica_identity(self, placements: list[Placement], identity: str) -> None:
+        for p in placements:
+            with table_connection(self.settings, p) as conn:
+                with conn.cursor() as cur:
+                    cur.execute(f"ALTER TABLE {p.name} REPLICA IDENTITY {identity.upper()}")
+                conn.commit()
 
     # --- seeded random batches -----------------------------------------------------------------------------
     def random_batch(self, count: int, seed: int, tables: list[str] | None = None) -> list[Change]:
@@ -541,9 +560,10 @@ def _drop_column_sql(p: Placement, column: str, present: bool = True) -> str:
 
 
 def added_column(name: str, logical_type: str) -> Column:
-    """The column `add_column` adds for a logical type name (text is varchar(100), decimal is decimal(8,2))."""
+    """The column `add_column` adds for a logical type name (text is varchar(100), long_text has no limit, decimal is
+    decimal(8,2))."""
     logical = LOGICAL_TYPES[logical_type]
-    return Column(name, logical, max_length=100 if logical == STR else None,
+    return Column(name, logical, max_length=100 if logical_type == "text" else None,
                   precision=8 if logical == DECIMAL else None, scale=2 if logical == DECIMAL else None)
 
 

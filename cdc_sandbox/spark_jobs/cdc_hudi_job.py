@@ -9,7 +9,9 @@ Run as `spark-submit cdc_sandbox/spark_jobs/cdc_hudi_job.py --config job.json --
   (Postgres LSN; binlog file, offset and row; SQL Server LSNs: `decode.source_position`), so the later of two
   changes in one millisecond wins. Deletes stay as soft deletes (`__op='d'`, `__deleted='true'`) unless
   `hard_deletes`; a truncate deletes every row live before it the same way (`__op='t'`), unless `ignore_truncates`.
-  A column dropped in the source stays, NULL in rows written after the drop. Each commit records the highest source position it holds, as plain digits, in its metadata
+  A column dropped in the source stays, NULL in rows written after the drop. A value an event leaves out (an unchanged
+  TOASTed value's placeholder; the columns of a key-only delete) is the key's previous one (`images.py`).
+  Each commit records the highest source position it holds, as plain digits, in its metadata
   (`sandbox.max_source_position`): the harness reads it from there (`cdc_sandbox/harness/timeline.py`), so the key and its
   format are a contract between the two.
 - Messages that do not decode go to `<lake>/quarantine` with their topic, partition, offset and reason.
@@ -39,7 +41,7 @@ import pyspark  # noqa: E402
 from pyspark import inheritable_thread_target  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window, functions as F  # noqa: E402
 
-from cdc_sandbox.spark_jobs import queries  # noqa: E402
+from cdc_sandbox.spark_jobs import images, queries  # noqa: E402
 from cdc_sandbox.spark_jobs.decode import SchemaCache, decode, schema_pairs, source_position  # noqa: E402
 from cdc_sandbox.spark_jobs.failures import cause_line  # noqa: E402
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
@@ -178,17 +180,23 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
     with watch.phase("prepare"):
         positioned = source_position(changes, spec.position)
         truncate = F.col("__op") == F.lit(TRUNCATE) if "__op" in positioned.columns else F.lit(False)
+        key_only_deletes = config.key_only_deletes_of(spec)
         # The commit reaches the highest position among all the batch's changes, also those a later change of the
         # same key supersedes.
         extent = positioned.agg(F.max("_source_position").alias("position"), F.max("timestamp").alias("kafka"),
                                 F.count(F.lit(1)).alias("changes"),
-                                F.max(F.when(truncate, F.col("_source_position"))).alias("truncated_at")).first()
+                                F.max(F.when(truncate, F.col("_source_position"))).alias("truncated_at"),
+                                F.max(images.any_left_out(positioned, spec, key_only_deletes)).alias("left_out")
+                                ).first()
         # A decimal(38,0) position (binlog, SQL Server) arrives as a Decimal; as an int it goes into the commit
         # metadata as plain digits and into the batch summary as a number.
         reached = None if extent["position"] is None else int(extent["position"])
         count = extent["changes"]
         # A batch whose only events of the table are truncates has none of its columns.
         changed = all(k in positioned.columns for k in spec.key)
+        if changed and extent["left_out"]:
+            positioned = images.completed(positioned, spec, key_only_deletes,
+                                          live_silver_rows(spark, config.silver_path(spec.table)))
         rows = kafka_named(latest_per_key(positioned.filter(~truncate), spec)) if changed else None
         truncated_at = None if config.ignore_truncates else extent["truncated_at"]
         if truncated_at is not None:

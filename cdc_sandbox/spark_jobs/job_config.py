@@ -11,6 +11,8 @@ A JSON file (`--config`) holds:
   table_type                               COPY_ON_WRITE (default) or MERGE_ON_READ
   compaction_delta_commits                 MERGE_ON_READ: compact inline after this many delta commits
   hard_deletes                             drop deleted rows instead of keeping them as soft deletes
+  key_only_deletes                         a delete event carries the key alone (Postgres REPLICA IDENTITY DEFAULT):
+                                           the deleted row keeps its last values from the batch or silver
   ignore_truncates                         leave a table's rows in silver when its source table is truncated
                                            (default false: a truncate deletes every row live before it); the
                                            batch summary names each truncate ignored
@@ -30,7 +32,7 @@ A JSON file (`--config`) holds:
   kafka_options                            more options of the Kafka source, e.g. {"kafka.request.timeout.ms":
                                            "10000"} (`kafka.`-prefixed ones go to Kafka's consumer and admin client)
   tables: [{topic, table, key: [columns], position: "lsn" | "binlog" | "sqlserver", and optionally:
-            buckets, partition_by: [columns], hive_style (default true), table_type, hard_deletes,
+            buckets, partition_by: [columns], hive_style (default true), table_type, hard_deletes, key_only_deletes,
             index: "bucket" (default) | "global_simple" (a row whose partition value changes moves), ordering (a
             column Hudi orders a key's versions by, instead of the source position)}]
 """
@@ -55,10 +57,12 @@ class TableSpec:
     hive_style: bool = True  # partition folders named `column=value`
     table_type: str | None = None  # instead of the job's
     hard_deletes: bool | None = None  # instead of the job's
+    key_only_deletes: bool | None = None  # instead of the job's
     index: str = "bucket"
     ordering: str | None = None
 
-    OPTIONAL = ("buckets", "partition_by", "hive_style", "table_type", "hard_deletes", "index", "ordering")
+    OPTIONAL = ("buckets", "partition_by", "hive_style", "table_type", "hard_deletes", "key_only_deletes", "index",
+                "ordering")
 
     @classmethod
     def from_dict(cls, raw: dict) -> "TableSpec":
@@ -100,6 +104,7 @@ class JobConfig:
     table_type: str = "COPY_ON_WRITE"
     compaction_delta_commits: int = 3
     hard_deletes: bool = False
+    key_only_deletes: bool = False
     ignore_truncates: bool = False
     trigger_seconds: float = 2.0
     session_zone: str = "UTC"
@@ -137,6 +142,9 @@ class JobConfig:
 
     def hard_deletes_of(self, spec: TableSpec) -> bool:
         return self.hard_deletes if spec.hard_deletes is None else spec.hard_deletes
+
+    def key_only_deletes_of(self, spec: TableSpec) -> bool:
+        return self.key_only_deletes if spec.key_only_deletes is None else spec.key_only_deletes
 
     def spec(self, table: str) -> TableSpec:
         for spec in self.tables:

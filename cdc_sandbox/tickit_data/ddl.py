@@ -22,6 +22,8 @@ _TYPES = {
     SQLSERVER: {INT: "int", SMALLINT: "smallint", DATE: "date", TIMESTAMP: "datetime2(0)", BOOL: "bit"},
 }
 
+UNBOUNDED_TEXT = {POSTGRES: "text", MYSQL: "longtext", SQLSERVER: "nvarchar(max)"}
+
 
 def dialect_of(engine: str) -> str:
     """The SQL dialect of a topology engine (`mariadb` speaks MySQL's)."""
@@ -38,6 +40,8 @@ def qualified(dialect: str, namespace: str, table: str) -> str:
 
 
 def column_type(dialect: str, column: Column) -> str:
+    if column.type == STR and column.max_length is None:
+        return UNBOUNDED_TEXT[dialect]
     if column.type == STR:
         kind = "char" if column.fixed_length else "varchar"
         if dialect == SQLSERVER:

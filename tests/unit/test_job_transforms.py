@@ -23,6 +23,7 @@ time.tzset()
 from pyspark.sql import SparkSession
 from cdc_sandbox.spark_jobs.cdc_hudi_job import latest_per_key
 from cdc_sandbox.spark_jobs.decode import decode, with_source_types
+from cdc_sandbox.spark_jobs.images import PLACEHOLDER, completed
 from cdc_sandbox.spark_jobs.job_config import TableSpec
 
 given = json.load(sys.stdin)
@@ -51,7 +52,21 @@ quarantined = sorted((row.offset, row.reason) for row in decoded.quarantine.coll
 numbers = spark.createDataFrame([[*row, dt.datetime(2008, 2, 18, 2, 36, 48)] for row in given["numbers"]],
                                 "d int, ms long, us long, ns long, ts timestamp")
 typed = [[value.isoformat() for value in row] for row in with_source_types(numbers, given["schema"]).collect()]
-print(json.dumps({"kept": kept, "quarantined": quarantined, "tables": sorted(decoded.tables), "typed": typed}))
+P = PLACEHOLDER
+changes = spark.createDataFrame(
+    [(1, "u", P, b"x", 10, 0),                            # silver holds the key: its value
+     (2, "u", "in batch", b"y", 20, 1), (2, "u", P, b"y", 21, 2),   # the key's earlier change in the batch
+     (3, "u", None, b"z", 30, 3), (3, "d", None, None, 31, 4),      # a NULL set earlier in the batch is a value
+     (4, "d", None, None, 40, 5),                         # a key-only delete of a row silver holds
+     (5, "u", P, P.encode(), 50, 6)],                     # silver does not hold the key
+    "catid int, __op string, notes string, blob binary, _source_position long, offset long")
+stored = spark.createDataFrame([(1, "stored", b"s1"), (3, "old", b"s3"), (4, "kept", b"s4")],
+                               "catid int, notes string, blob binary")
+def filled(key_only_deletes):
+    return {f"{row.catid}@{row._source_position}": [row.notes, row.blob and bytes(row.blob).decode()]
+            for row in completed(changes, spec, key_only_deletes, stored).collect()}
+print(json.dumps({"kept": kept, "quarantined": quarantined, "tables": sorted(decoded.tables), "typed": typed,
+                  "filled": filled(True), "filled_full_deletes": filled(False)}))
 spark.stop()
 """
 
@@ -97,3 +112,14 @@ def test_the_job_and_the_harness_turn_debeziums_numbers_into_the_same_dates_and_
     assert result["typed"][0][:4] == ["2008-02-17", "2008-02-18T02:36:48.123000", "2008-02-18T02:36:48.123456",
                                       "2008-02-18T02:36:48.123456"]
     assert result["typed"][1][3] == "1969-12-31T23:59:59.999998"
+
+
+def test_values_an_event_leaves_out_are_the_keys_previous_ones(result):
+    assert result["filled"] == {
+        "1@10": ["stored", "x"], "2@20": ["in batch", "y"], "2@21": ["in batch", "y"],
+        "3@30": [None, "z"], "3@31": [None, "z"], "4@40": ["kept", "s4"], "5@50": [None, None]}
+
+
+def test_a_delete_keeps_its_own_values_unless_the_table_sends_key_only_deletes(result):
+    assert result["filled_full_deletes"]["4@40"] == [None, None]
+    assert result["filled_full_deletes"]["3@31"] == [None, None]

@@ -79,6 +79,13 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
     (GOOD.replace("set: {catdesc: x}", "set: {catdesc: 5}"), 5, "category.catdesc is str, not 5"),
     (GOOD.replace("tables: [category]", "tables: [category]\nsource: oracle"), 3, "unknown source 'oracle'"),
     (GOOD.replace("steps:", "job: {session_zone: Mars/Olympus}\nsteps:"), 3, "session_zone 'Mars/Olympus' is no time"),
+    (GOOD.replace("tables: [category]", "tables: [category]\nreplica_identity: nothing"), 3,
+     "replica_identity is default or full, not 'nothing'"),
+    (GOOD.replace("tables: [category]", "tables: [date]\nreplica_identity: default").replace("category", "date")
+     .replace("catid", "dateid").replace("catdesc", "day"), 3, "none of this scenario's tables is on Postgres"),
+    (GOOD.replace("set: {catdesc: x}", "set: {catdesc: !random_text {length: 0}}"), 5, "!random_text takes"),
+    (GOOD.replace("set: {catdesc: x}", "set: {catdesc: !random_text {size: 10}}"), 5, "!random_text takes"),
+    (GOOD.replace("key: {catid: 1}", "key: {catid: !random_text {length: 3}}"), 5, "category.catid is smallint"),
     (GOOD.replace("tables: [category]", "tables: [category]\nsource: mssql"), 3,
      "category not on source 'mssql' in cdc_sandbox/fixtures/topology.yaml"),
 ])
@@ -90,6 +97,19 @@ def test_a_malformed_scenario_names_file_line_and_reason(tmp_path, text, line, r
     assert error.value.line == line, error.value.message
     assert reason in error.value.reason
     assert error.value.message.startswith(f"{path}:{line}: ")
+
+
+def test_random_text_is_the_same_for_a_seed_and_a_scenario_with_default_identity_tells_the_job(tmp_path):
+    path = tmp_path / "identity.yaml"
+    path.write_text(GOOD.replace("tables: [category]", "tables: [category]\nreplica_identity: default")
+                    .replace("set: {catdesc: x}", "set: {catdesc: !random_text {length: 40, seed: 3}}"))
+    spec = scenario.load(path)
+    written = scenario._values(spec.steps[1].args["set"])["catdesc"]
+    assert len(written) == 40 and written.isalnum()
+    assert written == scenario.RandomText(40, 3).text() != scenario.RandomText(40, 4).text()
+    assert scenario.pipeline_options(spec, {"continuous": True, "table_type": "MERGE_ON_READ"}) == \
+        {"table_type": "MERGE_ON_READ", "key_only_deletes": True}
+    assert scenario.pipeline_options(scenario.load(SHIPPED[0]), {"continuous": True}) == {}
 
 
 def test_cli_validate_reports_the_problem_and_fails(tmp_path):

@@ -77,6 +77,15 @@ def test_a_stale_value_is_named_by_its_column():
     assert str(caught.value.finding) == "time travel of category (columns catdesc)"
 
 
+def test_a_long_value_is_shown_by_its_beginning_and_length():
+    long = (2, "Shows", "Opera", "x" * 5000)
+    with pytest.raises(OracleMismatch) as caught:
+        judge(WHERE, snapshot({**ROWS, (2,): long}), both(read(list(ROWS.values()))))
+    assert "column catdesc: expected 'xxxx" in str(caught.value) and "... (5,000 long), actual 'All opera'" \
+        in str(caught.value)
+    assert len(str(caught.value)) < 1000
+
+
 def test_a_key_held_twice_fails_even_with_equal_values():
     twice = read([*ROWS.values(), ROWS[2,]], commits=["c1", "c1", "c2"])
     with pytest.raises(DuplicateKeys, match="key catid=2 held 2 times, by commits c1, c2") as caught:
