@@ -16,10 +16,16 @@ def new_lake(settings: Settings, name: str = "test") -> str:
     return f"s3a://{settings.topology.lake_bucket}/{name}-{uuid.uuid4().hex[:8]}"
 
 
+# Job options under which the built-in job writes the baseline's lake as it is: how it reads later changes, not how
+# silver is laid out.
+LAKE_NEUTRAL_OPTIONS = {"key_only_deletes", "session_zone"}
+
+
 def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[str] | None = None, job_under_test=None,
                          **options):
     """The job (in the shared Spark session) on a new lake: branched from the baseline when `branches` is given and
-    the built-in job runs with the baseline's options, otherwise empty (the job starts from the earliest offsets).
+    the built-in job runs with the baseline's options (`LAKE_NEUTRAL_OPTIONS` aside), otherwise empty (the job
+    starts from the earliest offsets).
     `job_under_test` (`cdc_sandbox.harness.jobs`; the built-in job by default) writes the tables it names only."""
     from cdc_sandbox.harness import job, jobs
     from cdc_sandbox.harness.pipeline import Pipeline
@@ -30,7 +36,8 @@ def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[st
     if job_under_test.tables is not None:
         only = [t for t in (only or job_under_test.tables) if t in job_under_test.tables]
     lake = new_lake(settings)
-    offsets = branches.branch(lake, only) if branches is not None and not options else None
+    branchable = branches is not None and set(options) <= LAKE_NEUTRAL_OPTIONS
+    offsets = branches.branch(lake, only) if branchable else None
     config = job.job_config(settings, lake=lake, only=only, starting_offsets=offsets, **options)
     return Pipeline(settings, config, spark, owns_session=False, job=job_under_test)
 
