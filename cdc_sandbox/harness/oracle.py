@@ -106,6 +106,7 @@ class Oracle:
         self.states: dict[str, dict[tuple, tuple]] = {}
         self.deleted: dict[str, dict[tuple, tuple]] = {}  # table -> key -> the values its delete carried
         self.truncated: dict[str, set[tuple]] = {}  # table -> the deleted keys a truncate deleted
+        self.widenings: dict[str, list] = {}  # table -> columns a later step widens (`expect_widening`)
         self.pending: dict[str, set[tuple]] = {}  # table -> keys changed since its last round, read from the source
         self.settled: dict[str, set[tuple]] = {}  # table -> keys changed since then whose state is known already
         self.recorded: dict[str, list[Recorded]] = {}
@@ -123,6 +124,11 @@ class Oracle:
         self._resumed: dict[str, tuple[str | None, int]] = {}  # table -> (that instant, the paused changes' target)
 
     # --- rounds --------------------------------------------------------------------------------------------
+    def expect_widening(self, table: str, column) -> None:
+        """A column that a later change widens to `column`'s type: a lake that saw it wide before (the topics'
+        history of an earlier run) holds it wide from the moment it is added again, as Hudi never narrows."""
+        self.widenings.setdefault(table, []).append(column)
+
     def track(self, tables: list[str], label: str = "baseline") -> dict[str, Recorded]:
         """Start following these tables: change one row of each not changed since the oracle began (so the round
         has a source position to wait for), then record and check the whole table."""
@@ -263,9 +269,13 @@ class Oracle:
             if change.kind == "add_column":
                 self._add_column(change)
                 continue
-            if change.kind == "drop_column":
+            if change.kind == "alter_column":
+                self._alter_column(change)
+                continue
+            if change.kind == "drop_column":  # of a column silver holds (else one it never saw, gone already)
                 shape = self.shapes[change.table]
-                self.shapes[change.table] = replace(shape, dropped=shape.dropped | {change.values["column"]})
+                if change.values["column"] in shape.columns:
+                    self.shapes[change.table] = replace(shape, dropped=shape.dropped | {change.values["column"]})
                 continue
             if change.kind == "truncate":
                 targets[change.table] = position_floor(change.position)
@@ -369,9 +379,21 @@ class Oracle:
             self.shapes[change.table] = replace(shape, dropped=shape.dropped - {name})
             return
         column = added_column(name, logical)
-        self.shapes[change.table] = replace(shape, table=replace(shape.table, columns=(*shape.table.columns, column)))
+        wide = tuple(c for c in self.widenings.get(change.table, []) if c.name == name)
+        self.shapes[change.table] = replace(shape, table=replace(shape.table, columns=(*shape.table.columns, column)),
+                                            widened=shape.widened + wide)
         self.states[change.table] = {k: (*row, None) for k, row in self.states[change.table].items()}
         self.deleted[change.table] = {k: (*row, None) for k, row in self.deleted[change.table].items()}
+
+    def _alter_column(self, change: Change) -> None:
+        """The column takes its new type; the values rows hold are the same values in it (a widening). Commits
+        recorded before it may be read in the new type too."""
+        shape = self.shapes[change.table]
+        new = added_column(change.values["column"], change.values["type"])
+        columns = tuple(new if c.name == new.name else c for c in shape.table.columns)
+        self.shapes[change.table] = replace(shape, table=replace(shape.table, columns=columns))
+        for entry in self.recorded.get(change.table, []):
+            entry.shape = replace(entry.shape, widened=(*entry.shape.widened, new))
 
     def _refresh(self, table: str, keys: set[tuple], removed: dict[tuple, dict | None]) -> None:
         """The changed keys' rows from the source; a key gone from it keeps the values its delete carried (a

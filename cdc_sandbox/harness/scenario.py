@@ -40,7 +40,7 @@ from cdc_sandbox.schema import (
 )
 from cdc_sandbox.sources import topics
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
-from cdc_sandbox.sources.mutations import LOGICAL_TYPES, Mutator
+from cdc_sandbox.sources.mutations import LOGICAL_TYPES, Mutator, added_column
 from cdc_sandbox.stack import catalog
 from cdc_sandbox.tickit_data.schema import get_table
 
@@ -49,7 +49,8 @@ TOP_LEVEL = {"name", "description", "tables", "source", "replica_identity", "job
 REPLICA_IDENTITIES = ("default", "full")
 RANDOM_TEXT_MAX = 10_000_000
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits", "session_zone"}
-CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "truncate"}
+CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "alter_column", "truncate"}
+SCHEMA_CHANGES = {"add_column", "drop_column", "alter_column"}
 STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
                              "registry_outage", "grow_topic"}
 
@@ -358,7 +359,7 @@ class _Validator:
                     raise ScenarioError(self.path, step.line, "registry_outage runs the job once over the changes "
                                                               f"since the previous check, but {reason}")
             paused = {"pause": True, "resume": False}.get(step.kind, paused)
-            evented = step.kind in CHANGE_KINDS - {"add_column", "drop_column"} | {"transaction", "grow_topic"}
+            evented = step.kind in CHANGE_KINDS - SCHEMA_CHANGES | {"transaction", "grow_topic"}
             changed = evented or (changed and step.kind != "check")
 
     def change(self, kind: str, args, tables: list[str], where) -> dict:
@@ -366,7 +367,8 @@ class _Validator:
             self.fail(where, f"{kind} needs a table", kind)
         table = self.table_name(args, args["table"], "table", allowed=tables)
         required = {"insert": ["row"], "update": ["key", "set"], "delete": ["key"], "update_key": ["key", "new_key"],
-                    "add_column": ["column", "type"], "drop_column": ["column"], "truncate": [],
+                    "add_column": ["column", "type"], "drop_column": ["column"], "alter_column": ["column", "type"],
+                    "truncate": [],
                     "grow_topic": ["set"]}[kind]
         allowed = {"table", *required}
         for key in args:
@@ -380,6 +382,13 @@ class _Validator:
                 self.fail(args, f"unknown column type {args['type']!r}; types: {', '.join(LOGICAL_TYPES)}", "type")
             self.added.setdefault(table, set()).add(args["column"])
             self.silver_has.setdefault(table, set()).add(args["column"])
+            return dict(args)
+        if kind == "alter_column":  # TICKIT's own columns keep their types, for the tests that run after
+            if args["type"] not in LOGICAL_TYPES:
+                self.fail(args, f"unknown column type {args['type']!r}; types: {', '.join(LOGICAL_TYPES)}", "type")
+            if args["column"] not in self.added.get(table, set()):
+                self.fail(args, f"alter_column changes a column an earlier add_column of {table} added, not "
+                                f"{args['column']!r}", "column")
             return dict(args)
         if kind == "drop_column":  # TICKIT's own columns stay, for the tests that run after
             if args["column"] not in self.added.get(table, set()):
@@ -476,6 +485,9 @@ def _run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say, jo
     give(scenario, mutator)
     if job.get("continuous"):
         pipeline.start_continuous()
+    for change in _changes(scenario):
+        if change.kind == "alter_column":
+            oracle.expect_widening(change.args["table"], added_column(change.args["column"], change.args["type"]))
     oracle.track(scenario.tables, label="given")
     with _source_settings(scenario, mutator):
         expectations = _play_steps(scenario, pipeline, mutator, oracle, say)
@@ -537,7 +549,10 @@ def _truncated_tables(scenario: Scenario) -> list[str]:
 
 def give(scenario: Scenario, mutator: Mutator) -> None:
     """Make the source hold exactly the given rows, and none under the keys the steps insert or move rows to
-    (a rerun starts from the same state; rows under other keys are left alone)."""
+    (a rerun starts from the same state; rows under other keys are left alone). A column the steps retype is dropped
+    first: an earlier run left it with its new type, and the steps add it again with its first."""
+    for table, column in _retyped_columns(scenario):
+        mutator.drop_column(table, column)
     for table, key in _claimed_keys(scenario):
         if mutator.read_row(table, key) is not None:
             mutator.delete(table, key)
@@ -546,8 +561,16 @@ def give(scenario: Scenario, mutator: Mutator) -> None:
             mutator.insert(table, _values(row))
 
 
+def _changes(scenario: Scenario) -> list[Step]:
+    return [c for step in scenario.steps for c in (step.args["changes"] if step.kind == "transaction" else [step])]
+
+
+def _retyped_columns(scenario: Scenario) -> list[tuple[str, str]]:
+    return sorted({(c.args["table"], c.args["column"]) for c in _changes(scenario) if c.kind == "alter_column"})
+
+
 def _claimed_keys(scenario: Scenario) -> list[tuple[str, dict]]:
-    changes = [c for step in scenario.steps for c in (step.args["changes"] if step.kind == "transaction" else [step])]
+    changes = _changes(scenario)
     claimed = [(t, row) for t, rows in scenario.given.items() for row in rows]
     claimed += [(c.args["table"], c.args["row"]) for c in changes if c.kind == "insert"]
     claimed += [(c.args["table"], c.args["new_key"]) for c in changes if c.kind == "update_key"]
@@ -645,6 +668,8 @@ def _change(mutator: Mutator, kind: str, args: dict) -> None:
         mutator.add_column(table, args["column"], args["type"])
     elif kind == "drop_column":
         mutator.drop_column(table, args["column"])
+    elif kind == "alter_column":
+        mutator.alter_column(table, args["column"], args["type"])
     elif kind == "truncate":
         mutator.truncate(table)
 

@@ -50,9 +50,9 @@ from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, quote
 KEY_LIMITS = {SMALLINT: 2**15 - 1, INT: 2**31 - 1, BIGINT: 2**63 - 1}  # the largest key each key type holds
 # Debezium operations each mutation kind produces (a key update is a delete of the old key and a create).
 DEBEZIUM_OPS = {"insert": ["c"], "update": ["u"], "delete": ["d"], "update_key": ["d", "c"], "add_column": [],
-                "drop_column": [], "truncate": ["t"]}
-LOGICAL_TYPES = {"int": INT, "smallint": SMALLINT, "text": STR, "long_text": STR, "decimal": DECIMAL, "date": DATE,
-                 "timestamp": TIMESTAMP, "bool": BOOL}
+                "drop_column": [], "alter_column": [], "truncate": ["t"]}
+LOGICAL_TYPES = {"int": INT, "smallint": SMALLINT, "bigint": BIGINT, "text": STR, "long_text": STR, "decimal": DECIMAL,
+                 "date": DATE, "timestamp": TIMESTAMP, "bool": BOOL}
 
 
 @dataclass
@@ -242,6 +242,16 @@ class Mutator:
         sql = _drop_column_sql(p, column, present=p.dialect != MYSQL or self._has_column(p, column))
         return self._apply(p, "drop_column", {}, sql, (), added={"column": column})
 
+    def alter_column(self, table: str, column: str, logical_type: str) -> Change:
+        """Change a column's type in the source (a migration widening it); silver must follow or the job stop."""
+        p = self.placement(table)
+        if logical_type not in LOGICAL_TYPES:
+            raise SandboxError(f"unknown column type {logical_type!r}", "choose one of: " + ", ".join(LOGICAL_TYPES))
+        if column in p.table.primary_key:
+            raise SandboxError(f"{column} is a key column of {table}", "change a column outside the primary key")
+        sql = _alter_column_sql(p, column, _sql_type(p.dialect, logical_type))
+        return self._apply(p, "alter_column", {}, sql, (), added={"column": column, "type": logical_type})
+
     def truncate(self, table: str) -> Change:
         """Empty the table with TRUNCATE; the journal keeps the rows it removed (the oracle's deleted rows)."""
         p = self.placement(table)
@@ -377,7 +387,7 @@ class Mutator:
         ops = self._execute(self._open.conn, p, kind, key, sql, params)
         change = self._change(p, kind, key, new_key, ops)
         change.before = removed
-        if kind not in ("delete", "add_column"):
+        if kind not in ("delete", "add_column", "alter_column"):
             change.values = self._read_row(self._open.conn, p, new_key or key)  # the transaction sees its own writes
         self._open.changes.append(change)
         return change
@@ -391,7 +401,7 @@ class Mutator:
             affected = cur.rowcount
             if self.source_clock is not None:
                 _set_session_clock(cur, p.dialect, None)
-        if kind in ("add_column", "drop_column", "truncate") or affected == 1:
+        if kind in ("add_column", "drop_column", "alter_column", "truncate") or affected == 1:
             return list(DEBEZIUM_OPS[kind])
         if kind == "update" and affected == 0 and self._read_row(conn, p, key):
             return []  # MySQL counts only changed rows and logs no event for an update to the same values
@@ -545,6 +555,16 @@ def _add_column_sql(p: Placement, column: str, sql_type: str, present: bool = Fa
     if p.dialect == MYSQL:  # MySQL 8.0 has no ADD COLUMN IF NOT EXISTS (MariaDB has): the caller looks first
         return "DO 0" if present else f"ALTER TABLE {p.name} ADD COLUMN {name} {sql_type} NULL"
     return f"ALTER TABLE {p.name} ADD COLUMN IF NOT EXISTS {name} {sql_type} NULL"
+
+
+def _alter_column_sql(p: Placement, column: str, sql_type: str) -> str:
+    name = quote(p.dialect, column)
+    if p.dialect == SQLSERVER:  # the capture instance follows the table's new column type
+        return (f"ALTER TABLE {p.name} ALTER COLUMN {name} {sql_type} NULL;\n"
+                f"{refresh_capture_instance_batch(p.captured.namespace, p.table.name)}")
+    if p.dialect == MYSQL:
+        return f"ALTER TABLE {p.name} MODIFY COLUMN {name} {sql_type} NULL"
+    return f"ALTER TABLE {p.name} ALTER COLUMN {name} TYPE {sql_type}"
 
 
 def _drop_column_sql(p: Placement, column: str, present: bool = True) -> str:

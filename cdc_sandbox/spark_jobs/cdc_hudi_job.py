@@ -40,6 +40,7 @@ if __package__ in (None, ""):  # run as a plain file by spark-submit
 import pyspark  # noqa: E402
 from pyspark import inheritable_thread_target  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window, functions as F  # noqa: E402
+from pyspark.sql.types import StructType  # noqa: E402
 
 from cdc_sandbox.spark_jobs import images, queries  # noqa: E402
 from cdc_sandbox.spark_jobs.decode import SchemaCache, decode, schema_pairs, source_position  # noqa: E402
@@ -208,8 +209,14 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
     if spec.bucketed:
         check_layout(spark, config.silver_path(spec.table), config.buckets_of(spec), config.buckets)
     with watch.phase("upsert"):
-        rows.write.format("hudi").options(**hudi_options(config, spec, reached, batch_id)) \
-            .mode("append").save(config.silver_path(spec.table))
+        try:
+            rows.write.format("hudi").options(**hudi_options(config, spec, reached, batch_id)) \
+                .mode("append").save(config.silver_path(spec.table))
+        except Exception as exc:
+            if "SchemaBackwardsCompatibilityException" in str(exc):
+                stored = queries.snapshot(spark, config.silver_path(spec.table)).schema
+                raise ColumnTypeRefused(spec.table, retyped_columns(stored, rows.schema)) from exc
+            raise
     if not config.metastore_uri:  # with a metastore, Hudi's Hive sync registered it as part of the upsert
         with watch.phase("register"):
             register(spark, config, spec.table)
@@ -218,6 +225,25 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
     if extent["truncated_at"] is not None:
         summary["truncate" if truncated_at is not None else "truncate_ignored"] = int(extent["truncated_at"])
     return summary
+
+
+class ColumnTypeRefused(RuntimeError):
+    """A source column changed type in a way Hudi cannot write over what silver holds (a decimal's precision: its
+    Avro type is a fixed of another size). The batch stops uncommitted, so nothing is lost."""
+
+    def __init__(self, table: str, retyped: list[str]):
+        super().__init__(
+            f"silver {table} cannot take the new type of {', '.join(retyped) or 'a column'} that the source's changes "
+            f"now carry, which Hudi cannot write over the type silver holds; nothing of this batch is committed. "
+            f"Rebuild silver {table} under the new type (a new lake, or the table written again from the topics), "
+            f"or give the source column its old type back")
+
+
+def retyped_columns(stored: StructType, incoming: StructType) -> list[str]:
+    """`column: stored type -> new type` for each column of silver (`stored`) whose type a batch changes."""
+    held = {f.name: f.dataType for f in stored.fields}
+    return [f"{f.name}: {held[f.name].simpleString()} -> {f.dataType.simpleString()}" for f in incoming.fields
+            if f.name in held and held[f.name] != f.dataType]
 
 
 def kafka_named(rows: DataFrame) -> DataFrame:

@@ -6,7 +6,7 @@ on MySQL/MariaDB, brackets on SQL Server.
 
 from __future__ import annotations
 
-from cdc_sandbox.schema import BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table
+from cdc_sandbox.schema import BIGINT, BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table
 
 from .schema import get_table
 
@@ -17,9 +17,11 @@ SQLSERVER = "sqlserver"
 _QUOTES = {POSTGRES: ('"', '"'), MYSQL: ("`", "`"), SQLSERVER: ("[", "]")}
 
 _TYPES = {
-    POSTGRES: {INT: "integer", SMALLINT: "smallint", DATE: "date", TIMESTAMP: "timestamp", BOOL: "boolean"},
-    MYSQL: {INT: "int", SMALLINT: "smallint", DATE: "date", TIMESTAMP: "datetime", BOOL: "boolean"},
-    SQLSERVER: {INT: "int", SMALLINT: "smallint", DATE: "date", TIMESTAMP: "datetime2(0)", BOOL: "bit"},
+    POSTGRES: {INT: "integer", SMALLINT: "smallint", BIGINT: "bigint", DATE: "date", TIMESTAMP: "timestamp",
+               BOOL: "boolean"},
+    MYSQL: {INT: "int", SMALLINT: "smallint", BIGINT: "bigint", DATE: "date", TIMESTAMP: "datetime", BOOL: "boolean"},
+    SQLSERVER: {INT: "int", SMALLINT: "smallint", BIGINT: "bigint", DATE: "date", TIMESTAMP: "datetime2(0)",
+                BOOL: "bit"},
 }
 
 UNBOUNDED_TEXT = {POSTGRES: "text", MYSQL: "longtext", SQLSERVER: "nvarchar(max)"}

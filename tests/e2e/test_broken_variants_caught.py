@@ -55,6 +55,10 @@ CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the failure it mu
     # The first update that leaves the long text out writes the placeholder over it.
     "placeholders-as-values": ("replica-identity-default.yaml", (Catch("snapshot", "category", "long_notes"),
                                                                  Catch("snapshot", "event", "programme"))),
+    # The first batch after the widening carries values past the integer's range.
+    "first-types-kept": ("column-widened-mid-stream.yaml", tuple(Catch(check, table, "visits")
+                                                             for table in ("category", "date")
+                                                             for check in ("types", "snapshot"))),
     "ignores-truncates": ("truncate-mid-stream.yaml", tuple(Catch(check, table) for table in ("category", "date")
                                                             for check in ("snapshot", "deletes", "behind"))),
 }

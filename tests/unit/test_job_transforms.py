@@ -123,3 +123,19 @@ def test_values_an_event_leaves_out_are_the_keys_previous_ones(result):
 def test_a_delete_keeps_its_own_values_unless_the_table_sends_key_only_deletes(result):
     assert result["filled_full_deletes"]["4@40"] == [None, None]
     assert result["filled_full_deletes"]["3@31"] == [None, None]
+
+
+def test_a_type_hudi_cannot_write_over_is_named_with_both_types():
+    from pyspark.sql.types import DecimalType, IntegerType, LongType, StringType, StructField, StructType
+
+    from cdc_sandbox.spark_jobs.cdc_hudi_job import ColumnTypeRefused, retyped_columns
+
+    stored = StructType([StructField("catid", IntegerType()), StructField("price", DecimalType(8, 2)),
+                         StructField("visits", LongType())])
+    incoming = StructType([StructField("catid", IntegerType()), StructField("price", DecimalType(12, 2)),
+                           StructField("visits", LongType()), StructField("note", StringType())])
+    retyped = retyped_columns(stored, incoming)
+    assert retyped == ["price: decimal(8,2) -> decimal(12,2)"]
+    message = str(ColumnTypeRefused("category", retyped))
+    assert "silver category cannot take the new type of price: decimal(8,2) -> decimal(12,2)" in message
+    assert "nothing of this batch is committed" in message and "Rebuild silver category" in message

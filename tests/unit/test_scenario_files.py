@@ -79,6 +79,12 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
     (GOOD.replace("set: {catdesc: x}", "set: {catdesc: 5}"), 5, "category.catdesc is str, not 5"),
     (GOOD.replace("tables: [category]", "tables: [category]\nsource: oracle"), 3, "unknown source 'oracle'"),
     (GOOD.replace("steps:", "job: {session_zone: Mars/Olympus}\nsteps:"), 3, "session_zone 'Mars/Olympus' is no time"),
+    (GOOD.replace("update: {table: category, key: {catid: 1}, set: {catdesc: x}}",
+                  "alter_column: {table: category, column: catdesc, type: long_text}"), 5,
+     "alter_column changes a column an earlier add_column of category added, not 'catdesc'"),
+    (GOOD.replace("update: {table: category, key: {catid: 1}, set: {catdesc: x}}",
+                  "add_column: {table: category, column: n, type: int}\n  - alter_column: {table: category, column: n, "
+                  "type: huge}"), 6, "unknown column type 'huge'"),
     (GOOD.replace("tables: [category]", "tables: [category]\nreplica_identity: nothing"), 3,
      "replica_identity is default or full, not 'nothing'"),
     (GOOD.replace("tables: [category]", "tables: [date]\nreplica_identity: default").replace("category", "date")
