@@ -336,6 +336,8 @@ def job_run(
 ):
     """Run the job with spark-submit: --once by default (process what is in Kafka, then exit). On the sandbox's own
     lake it syncs every silver table into the metastore (database tickit_cdc_hudi) for `sandbox sql`."""
+    from cdc_sandbox.sources import topics
+
     settings = Settings.load()
     captured = [t.name for t in settings.topology.tables]
     unknown = [t for t in table or [] if t not in captured]
@@ -351,6 +353,9 @@ def job_run(
         job.check_lake_bucket(settings, config)
         if not from_scratch:
             job.check_lake_holds_its_checkpoint(settings, config)
+        # Right after `sandbox up` or a load Debezium may still be creating topics, which Spark's Kafka source
+        # refuses to read.
+        topics.wait_for_topics(settings.endpoint("kafka").address, [spec.topic for spec in config.tables])
     except SandboxError as exc:
         _fail(exc)
     if from_scratch:
