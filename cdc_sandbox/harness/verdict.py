@@ -245,7 +245,7 @@ def _value(value) -> str:
     shown = repr(value)
     if len(shown) <= LONGEST_VALUE_SHOWN:
         return shown
-    return f"{shown[:LONGEST_VALUE_SHOWN]}... ({len(value):,} long)"
+    return f"{shown[:LONGEST_VALUE_SHOWN]}... ({len(shown):,} characters)"
 
 
 def _describe(row) -> str:

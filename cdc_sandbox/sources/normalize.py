@@ -12,9 +12,21 @@ import datetime as dt
 import functools
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from decimal import Decimal
 
-from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, JSON, NUMBER, TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table
+from cdc_sandbox.schema import (
+    BOOL,
+    BYTES,
+    DECIMAL,
+    JSON,
+    NUMBER,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UUID,
+    Column,
+    Table,
+)
 
 
 def normalizer(column: Column) -> Callable[[object], object] | None:
@@ -78,11 +90,24 @@ def _decimal(value) -> Decimal:
     return value if isinstance(value, Decimal) else Decimal(str(value))
 
 
+@dataclass(frozen=True)
+class NotJson:
+    """Text in a JSON column that does not parse (e.g. Debezium's placeholder written as the value): it differs
+    from every document, also from a JSON string of the same text."""
+
+    text: str
+
+
 def _json(value):
     """Parsed: jsonb's text is its own canonical form, a driver may give it parsed already."""
     if isinstance(value, (bytes, bytearray)):
         value = value.decode()
-    return json.loads(value) if isinstance(value, str) else value
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return NotJson(value)
 
 
 def _bytes(carried: str, value) -> bytes:

@@ -9,6 +9,7 @@ import datetime as dt
 import os
 import random
 import shutil
+import string
 import subprocess
 import sys
 from decimal import Decimal
@@ -145,3 +146,41 @@ def test_a_broken_job_is_caught_on_the_team_tables(request, variant, team, spark
         finally:
             finish([pipeline], failed=False)
     assert not (wrong := judged(caught.value)), f"{variant}: {wrong}"
+
+
+@pytest.mark.parametrize("variant", [None, "placeholders-as-values"])
+def test_a_table_with_replica_identity_default_keeps_what_its_events_leave_out(request, variant, team, spark,
+                                                                                monkeypatch):
+    """accounts runs with REPLICA IDENTITY DEFAULT (the project file says so): an update leaves out its unchanged
+    jsonb and bytea where Postgres stored them out of line, and a delete carries the composite key alone, its NOT
+    NULL columns too. The job keeps silver's values for both, under the oracle; the job that writes what the events
+    carry is caught at the update."""
+    assert team.topology.silver_of("accounts").replica_identity == "default"
+    pipeline = pipeline_on_new_lake(team, spark, None, only=["accounts"])
+    try:
+        pipeline.run_once()  # the topic's history, by the correct job
+        mutator = Mutator(team)
+        oracle = Oracle(team, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"), stats=RunStats())
+        oracle.track(["accounts"])
+        if variant:
+            VARIANTS[variant](monkeypatch)
+        row = mutator.sample_row("accounts", random.Random())
+        key = {"tenant": row["tenant"], "account_no": row["account_no"]}
+        draw = random.Random(7)  # letters at random do not compress: Postgres stores them out of line
+        mutator.update("accounts", key, {"profile": {"notes": "".join(draw.choices(string.ascii_letters, k=6000))},
+                                         "signature": draw.randbytes(6000)})
+        oracle.round("long values written")
+        mutator.update("accounts", key, {"balance": Decimal("42.5")})
+        if variant:
+            catches = (Catch("snapshot", "accounts", "profile"), Catch("snapshot", "accounts", "signature"))
+            judged = expect_catch(request, variant, "team project, accounts", "run once, COPY_ON_WRITE", catches)
+            with pytest.raises(AssertionError) as caught:
+                oracle.round("updated beside them")
+            assert not (wrong := judged(caught.value)), f"{variant}: {wrong}"
+            return
+        oracle.round("updated beside them")
+        mutator.delete("accounts", key)
+        oracle.round("deleted by its key alone")
+        oracle.verify_history()
+    finally:
+        finish([pipeline], failed=False)

@@ -65,3 +65,23 @@ def test_a_column_the_read_lacks_or_holds_as_untyped_nulls_is_left_to_the_values
     assert wrong_types(SALE, schema, MYSQL) == {}
     assert wrong_types(SALE, sale_schema(commission=pa.null()), MYSQL) == {}
 
+
+
+def test_a_widened_column_passes_in_its_new_type_too_where_a_later_migration_widened_it():
+    from dataclasses import replace
+
+    from cdc_sandbox.sources.mutations import added_column
+
+    shape = replace(SALE, widened=(added_column("qtysold", "bigint"),))
+    assert wrong_types(shape, sale_schema(qtysold=pa.int64()), MYSQL) == {}
+    assert list(wrong_types(shape, sale_schema(qtysold=pa.float64()), MYSQL)) == ["qtysold"]
+
+
+def test_text_that_is_no_json_in_a_json_column_differs_from_every_document():
+    from cdc_sandbox.schema import JSON, Column
+    from cdc_sandbox.sources.normalize import NotJson, normalize_column
+
+    values = normalize_column(Column("profile", JSON), ['{"a": 1}', '"abc"', "abc", "__debezium_unavailable_value"])
+    assert values[:2] == [{"a": 1}, "abc"]
+    assert values[2] == NotJson("abc") != "abc"
+    assert values[3] == NotJson("__debezium_unavailable_value")

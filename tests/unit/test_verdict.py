@@ -81,7 +81,7 @@ def test_a_long_value_is_shown_by_its_beginning_and_length():
     long = (2, "Shows", "Opera", "x" * 5000)
     with pytest.raises(OracleMismatch) as caught:
         judge(WHERE, snapshot({**ROWS, (2,): long}), both(read(list(ROWS.values()))))
-    assert "column catdesc: expected 'xxxx" in str(caught.value) and "... (5,000 long), actual 'All opera'" \
+    assert "column catdesc: expected 'xxxx" in str(caught.value) and "... (5,002 characters), actual 'All opera'" \
         in str(caught.value)
     assert len(str(caught.value)) < 1000
 
