@@ -97,6 +97,13 @@ def order_by_kafka_offset(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(cdc_hudi_job, "latest_per_key", latest_per_key)
 
 
+def merge_by_arrival_time(patch: pytest.MonkeyPatch) -> None:
+    """Lets Hudi order a key's stored and incoming versions by when Kafka received them (a precombine on the
+    ingestion time, in effect merging by commit time); each batch's own reduction stays by source position. Right
+    until an older change arrives after a newer one was written."""
+    _with_hudi_options(patch, **{"hoodie.datasource.write.precombine.field": "_kafka_timestamp"})
+
+
 def drop_deletes(patch: pytest.MonkeyPatch) -> None:
     """Filters delete events out before writing silver."""
     _transform_changes(patch, lambda changes, spec: changes.filter("__op != 'd'"))
@@ -307,7 +314,7 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "session-zone-times": session_zone_times, "partition-change-kept-twice": partition_change_kept_twice,
             "millisecond-times": millisecond_times, "empty-strings-as-nulls": empty_strings_as_nulls,
             "wall-clock-round-trip": wall_clock_round_trip, "placeholders-as-values": placeholders_as_values,
-            "first-types-kept": first_types_kept}
+            "first-types-kept": first_types_kept, "merge-by-arrival-time": merge_by_arrival_time}
 
 
 def _has_column(*kinds: str):

@@ -52,7 +52,7 @@ JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_com
 CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "alter_column", "truncate"}
 SCHEMA_CHANGES = {"add_column", "drop_column", "alter_column"}
 STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
-                             "registry_outage", "grow_topic"}
+                             "registry_outage", "grow_topic", "redeliver"}
 
 
 class ExpectationUnmet(OracleMismatch):
@@ -329,7 +329,7 @@ class _Validator:
         if kind not in STEP_KINDS:
             self.fail(raw, f"unknown step {kind!r}; steps: {', '.join(sorted(STEP_KINDS))}", kind)
         line = raw.key_lines[kind]
-        if kind in CHANGE_KINDS or kind == "grow_topic":
+        if kind in CHANGE_KINDS or kind in ("grow_topic", "redeliver"):
             return Step(kind, self.change(kind, args, tables, raw), line)
         if kind == "transaction":
             if not isinstance(args, list) or not args:
@@ -359,7 +359,7 @@ class _Validator:
                     raise ScenarioError(self.path, step.line, "registry_outage runs the job once over the changes "
                                                               f"since the previous check, but {reason}")
             paused = {"pause": True, "resume": False}.get(step.kind, paused)
-            evented = step.kind in CHANGE_KINDS - SCHEMA_CHANGES | {"transaction", "grow_topic"}
+            evented = step.kind in CHANGE_KINDS - SCHEMA_CHANGES | {"transaction", "grow_topic", "redeliver"}
             changed = evented or (changed and step.kind != "check")
 
     def change(self, kind: str, args, tables: list[str], where) -> dict:
@@ -369,7 +369,7 @@ class _Validator:
         required = {"insert": ["row"], "update": ["key", "set"], "delete": ["key"], "update_key": ["key", "new_key"],
                     "add_column": ["column", "type"], "drop_column": ["column"], "alter_column": ["column", "type"],
                     "truncate": [],
-                    "grow_topic": ["set"]}[kind]
+                    "grow_topic": ["set"], "redeliver": ["key"]}[kind]
         allowed = {"table", *required}
         for key in args:
             if key not in allowed:
@@ -603,6 +603,9 @@ def play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
         _registry_outage(pipeline, oracle)
     elif step.kind == "grow_topic":
         _grow_topic(step.args, pipeline, mutator, oracle)
+    elif step.kind == "redeliver":
+        topics.redeliver_earlier(oracle.settings.endpoint("kafka").address, oracle.registry,
+                                 pipeline.config.spec(step.args["table"]).topic, step.args["key"])
     elif step.kind == "check":
         recorded = oracle.round(step.args["label"])
         # a table without changes since the last check is expected to hold at its latest recorded commit

@@ -1,4 +1,5 @@
-"""Growing a captured table's topic while changes flow, the way an operator raises a partition count.
+"""Growing a captured table's topic while changes flow, the way an operator raises a partition count; and a key's
+earlier event delivered again (`redeliver_earlier`).
 
 Kafka places a keyed message by `murmur2(key bytes) % partitions`, so after a topic grows a key can move to a new,
 empty partition: its next change sits at a smaller offset than its earlier ones. A job that orders a key's changes
@@ -15,7 +16,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 with warnings.catch_warnings():  # kafka-python loads its protocol schemas through importlib.resources' old API
@@ -24,6 +25,7 @@ with warnings.catch_warnings():  # kafka-python loads its protocol schemas throu
 
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.sources.changes import close_soon, end_offsets
+from cdc_sandbox.sources.mutations import same_key
 from cdc_sandbox.sources.registry import RegistryClient
 from cdc_sandbox.stack.connectors import ConnectClient
 from cdc_sandbox.wait import wait_until
@@ -63,9 +65,46 @@ def key_places(bootstrap: str, registry: RegistryClient, topic: str) -> tuple[in
     ends = end_offsets(bootstrap, [topic]).get(topic) or {}
     if not any(ends.values()):
         raise SandboxError(f"topic {topic} holds no events yet", "load TICKIT first: `sandbox load`")
+    last: dict[bytes, tuple[int, int, bool]] = {}  # key bytes -> partition, offset, tombstone
+    for message in _messages(bootstrap, topic, ends):
+        if message.key() is not None:
+            last[message.key()] = (message.partition(), message.offset(), message.value() is None)
+    return len(ends), [KeyPlace(registry.decode(raw)[1], raw, partition, offset)
+                       for raw, (partition, offset, tombstone) in last.items()
+                       if not tombstone and partition == partition_for(raw, len(ends))]
+
+
+def redeliver_earlier(bootstrap: str, registry: RegistryClient, topic: str, key: dict) -> tuple[int, int]:
+    """Write the key's last-but-one event again at the end of its partition, bytes and headers as they are: an older
+    change arriving after a newer one, as when Debezium re-sends after a crash or reads again from reset offsets.
+    Returns the partition and offset of the copy."""
+    ends = end_offsets(bootstrap, [topic]).get(topic) or {}
+    events = [message for message in _messages(bootstrap, topic, ends)  # in each partition's order
+              if message.key() is not None and message.value() is not None
+              and same_key(registry.decode(message.key())[1], key)]
+    if len(events) < 2:
+        raise SandboxError(f"{topic} holds {len(events)} change of {key}; re-delivering an earlier one needs two",
+                           "change the row twice before this step")
+    earlier = events[-2]
+    return _produce(bootstrap, topic, earlier.partition(), earlier.key(), earlier.value(), earlier.headers())
+
+
+def _produce(bootstrap: str, topic: str, partition: int, key: bytes, value: bytes, headers) -> tuple[int, int]:
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+    written = []
+    producer.produce(topic, value=value, key=key, partition=partition, headers=headers or None,
+                     on_delivery=lambda error, message: written.append((error, message)))
+    producer.flush(30)
+    if not written or written[0][0] is not None:
+        raise SandboxError(f"writing to {topic} failed: {written[0][0] if written else 'no delivery report'}",
+                           "see `sandbox logs kafka`")
+    return written[0][1].partition(), written[0][1].offset()
+
+
+def _messages(bootstrap: str, topic: str, ends: dict[int, int]) -> Iterator:
+    """Every message of the topic up to `ends` ({partition: end offset}), each partition in its order."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sandbox-topics-{uuid.uuid4()}",
                          "enable.auto.commit": False, "log_level": 0})
-    last: dict[bytes, tuple[int, int, bool]] = {}  # key bytes -> partition, offset, tombstone
     try:
         remaining = {p: end for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(topic, p, 0) for p in remaining])
@@ -75,15 +114,11 @@ def key_places(bootstrap: str, registry: RegistryClient, topic: str) -> tuple[in
                 raise SandboxError(f"reading {topic} stalled before its end", "check `sandbox status`")
             if message.error():
                 continue
-            if message.key() is not None:
-                last[message.key()] = (message.partition(), message.offset(), message.value() is None)
+            yield message
             if message.offset() + 1 >= remaining.get(message.partition(), 0):
                 remaining.pop(message.partition(), None)
     finally:
         close_soon(consumer)
-    return len(ends), [KeyPlace(registry.decode(raw)[1], raw, partition, offset)
-                       for raw, (partition, offset, tombstone) in last.items()
-                       if not tombstone and partition == partition_for(raw, len(ends))]
 
 
 def grow(bootstrap: str, connect_url: str, connector: str, topic: str, count: int) -> None:

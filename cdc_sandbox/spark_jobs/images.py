@@ -20,7 +20,7 @@ from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS
 from cdc_sandbox.spark_jobs.job_config import TableSpec
 
 PLACEHOLDER = "__debezium_unavailable_value"  # Debezium's `unavailable.value.placeholder`, left at its default
-UPDATE, DELETE = "u", "d"  # Debezium's operation codes
+CREATE, UPDATE, DELETE = "c", "u", "d"  # Debezium's operation codes
 STORED_PREFIX = "_stored_"
 
 
@@ -30,7 +30,7 @@ def value_columns(rows: DataFrame, spec: TableSpec) -> list[str]:
             if not name.startswith("_") and name not in KAFKA_COLUMNS and name not in spec.key]
 
 
-def left_out(rows: DataFrame, spec: TableSpec, key_only_deletes: bool, column: str) -> Column:
+def left_out(rows: DataFrame, key_only_deletes: bool, column: str) -> Column:
     """Whether a change's value of `column` is not in its event (never NULL)."""
     data_type = rows.schema[column].dataType
     marks = []
@@ -44,12 +44,13 @@ def left_out(rows: DataFrame, spec: TableSpec, key_only_deletes: bool, column: s
 
 
 def any_left_out(rows: DataFrame, spec: TableSpec, key_only_deletes: bool) -> Column:
-    """Whether a change leaves a value out: only updates and deletes do, so a load's rows are not compared."""
+    """Whether a change leaves a value out: a snapshot's reads never do, so a load's rows are not compared (a key
+    update's insert may carry a placeholder for the new key, which silver cannot fill: it becomes NULL)."""
     columns = value_columns(rows, spec)
     if not columns:
         return F.lit(False)
-    some = reduce(lambda a, b: a | b, [left_out(rows, spec, key_only_deletes, c) for c in columns])
-    return F.when(F.col("__op").isin(UPDATE, DELETE), some).otherwise(F.lit(False))
+    some = reduce(lambda a, b: a | b, [left_out(rows, key_only_deletes, c) for c in columns])
+    return F.when(F.col("__op").isin(CREATE, UPDATE, DELETE), some).otherwise(F.lit(False))
 
 
 def completed(rows: DataFrame, spec: TableSpec, key_only_deletes: bool, stored: DataFrame | None) -> DataFrame:
@@ -65,7 +66,7 @@ def completed(rows: DataFrame, spec: TableSpec, key_only_deletes: bool, stored: 
         rows = rows.join(stored, list(spec.key), "left")
     filled = {}
     for column in columns:
-        missing = left_out(rows, spec, key_only_deletes, column)
+        missing = left_out(rows, key_only_deletes, column)
         # A struct, so that a NULL the earlier change set counts as its value.
         before = F.last(F.when(~missing, F.struct(F.col(column).alias("value"))), ignorenulls=True).over(earlier)
         in_silver = F.col(STORED_PREFIX + column) if STORED_PREFIX + column in rows.columns else F.lit(None)

@@ -85,6 +85,9 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
     (GOOD.replace("update: {table: category, key: {catid: 1}, set: {catdesc: x}}",
                   "add_column: {table: category, column: n, type: int}\n  - alter_column: {table: category, column: n, "
                   "type: huge}"), 6, "unknown column type 'huge'"),
+    (GOOD.replace("- check: end", "- redeliver: {table: category}"), 6, "redeliver needs 'key'"),
+    (GOOD.replace("- check: end", "- redeliver: {table: category, key: {catname: x}}"), 6,
+     "a key of category names exactly catid"),
     (GOOD.replace("tables: [category]", "tables: [category]\nreplica_identity: nothing"), 3,
      "replica_identity is default or full, not 'nothing'"),
     (GOOD.replace("tables: [category]", "tables: [date]\nreplica_identity: default").replace("category", "date")
