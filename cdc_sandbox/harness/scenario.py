@@ -148,7 +148,7 @@ class Scenario:
     steps: list[Step]
     labels: list[str] = field(default_factory=list)
     source: str | None = None  # runs only where this source holds the tables itself, not a stand-in
-    replica_identity: str | None = None  # its Postgres tables' REPLICA IDENTITY while it runs (FULL otherwise)
+    replica_identity: str | None = None  # its Postgres tables' REPLICA IDENTITY while it runs (else their own)
     schemas: dict[str, Table] = field(default_factory=dict)  # its tables' columns and keys
 
     @property

@@ -264,21 +264,22 @@ class Mutator:
 
     @contextmanager
     def replica_identity(self, tables: list[str], identity: str):
-        """The Postgres ones of `tables` with REPLICA IDENTITY `identity` for a while, FULL again after (the
-        sandbox's own setting). DEFAULT, as most production tables run: a delete's old row holds the key alone, and
-        an update leaves out the TOASTed values it did not change."""
+        """The Postgres ones of `tables` with REPLICA IDENTITY `identity` for a while, then their own again (the
+        project file's, FULL by default). DEFAULT, as most production tables run: a delete's old row holds the key
+        alone, and an update leaves out the TOASTed values it did not change."""
         postgres = [self.placement(t) for t in tables if self.placement(t).dialect == POSTGRES]
-        self._set_replica_identity(postgres, identity)
+        self._set_replica_identity(postgres, lambda p: identity)
         try:
             yield
         finally:
-            self._set_replica_identity(postgres, "full")
+            self._set_replica_identity(
+                postgres, lambda p: self.settings.topology.silver_of(p.table.name).replica_identity)
 
-    def _set_replica_identity(self, placements: list[Placement], identity: str) -> None:
+    def _set_replica_identity(self, placements: list[Placement], identity_of) -> None:
         for p in placements:
             with table_connection(self.settings, p) as conn:
                 with conn.cursor() as cur:
-                    cur.execute(f"ALTER TABLE {p.name} REPLICA IDENTITY {identity.upper()}")
+                    cur.execute(f"ALTER TABLE {p.name} REPLICA IDENTITY {identity_of(p).upper()}")
                 conn.commit()
 
     # --- seeded random batches -----------------------------------------------------------------------------
