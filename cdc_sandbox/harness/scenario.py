@@ -377,15 +377,13 @@ class _Validator:
         for key in required:
             if key not in args:
                 self.fail(args, f"{kind} needs {key!r}")
+        if kind in ("add_column", "alter_column") and args["type"] not in LOGICAL_TYPES:
+            self.fail(args, f"unknown column type {args['type']!r}; types: {', '.join(LOGICAL_TYPES)}", "type")
         if kind == "add_column":
-            if args["type"] not in LOGICAL_TYPES:
-                self.fail(args, f"unknown column type {args['type']!r}; types: {', '.join(LOGICAL_TYPES)}", "type")
             self.added.setdefault(table, set()).add(args["column"])
             self.silver_has.setdefault(table, set()).add(args["column"])
             return dict(args)
         if kind == "alter_column":  # TICKIT's own columns keep their types, for the tests that run after
-            if args["type"] not in LOGICAL_TYPES:
-                self.fail(args, f"unknown column type {args['type']!r}; types: {', '.join(LOGICAL_TYPES)}", "type")
             if args["column"] not in self.added.get(table, set()):
                 self.fail(args, f"alter_column changes a column an earlier add_column of {table} added, not "
                                 f"{args['column']!r}", "column")
@@ -485,9 +483,8 @@ def _run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say, jo
     give(scenario, mutator)
     if job.get("continuous"):
         pipeline.start_continuous()
-    for change in _changes(scenario):
-        if change.kind == "alter_column":
-            oracle.expect_widening(change.args["table"], added_column(change.args["column"], change.args["type"]))
+    for change in _alterations(scenario):
+        oracle.expect_widening(change.args["table"], added_column(change.args["column"], change.args["type"]))
     oracle.track(scenario.tables, label="given")
     with _source_settings(scenario, mutator):
         expectations = _play_steps(scenario, pipeline, mutator, oracle, say)
@@ -551,7 +548,7 @@ def give(scenario: Scenario, mutator: Mutator) -> None:
     """Make the source hold exactly the given rows, and none under the keys the steps insert or move rows to
     (a rerun starts from the same state; rows under other keys are left alone). A column the steps retype is dropped
     first: an earlier run left it with its new type, and the steps add it again with its first."""
-    for table, column in _retyped_columns(scenario):
+    for table, column in sorted({(c.args["table"], c.args["column"]) for c in _alterations(scenario)}):
         mutator.drop_column(table, column)
     for table, key in _claimed_keys(scenario):
         if mutator.read_row(table, key) is not None:
@@ -565,8 +562,8 @@ def _changes(scenario: Scenario) -> list[Step]:
     return [c for step in scenario.steps for c in (step.args["changes"] if step.kind == "transaction" else [step])]
 
 
-def _retyped_columns(scenario: Scenario) -> list[tuple[str, str]]:
-    return sorted({(c.args["table"], c.args["column"]) for c in _changes(scenario) if c.kind == "alter_column"})
+def _alterations(scenario: Scenario) -> list[Step]:
+    return [c for c in _changes(scenario) if c.kind == "alter_column"]
 
 
 def _claimed_keys(scenario: Scenario) -> list[tuple[str, dict]]:

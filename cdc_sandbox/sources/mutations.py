@@ -228,8 +228,6 @@ class Mutator:
 
     def add_column(self, table: str, column: str, logical_type: str) -> Change:
         p = self.placement(table)
-        if logical_type not in LOGICAL_TYPES:
-            raise SandboxError(f"unknown column type {logical_type!r}", "choose one of: " + ", ".join(LOGICAL_TYPES))
         sql_type = _sql_type(p.dialect, logical_type)
         sql = _add_column_sql(p, column, sql_type, present=p.dialect == MYSQL and self._has_column(p, column))
         return self._apply(p, "add_column", {}, sql, (), added={"column": column, "type": logical_type})
@@ -245,11 +243,10 @@ class Mutator:
     def alter_column(self, table: str, column: str, logical_type: str) -> Change:
         """Change a column's type in the source (a migration widening it); silver must follow or the job stop."""
         p = self.placement(table)
-        if logical_type not in LOGICAL_TYPES:
-            raise SandboxError(f"unknown column type {logical_type!r}", "choose one of: " + ", ".join(LOGICAL_TYPES))
+        sql_type = _sql_type(p.dialect, logical_type)
         if column in p.table.primary_key:
             raise SandboxError(f"{column} is a key column of {table}", "change a column outside the primary key")
-        sql = _alter_column_sql(p, column, _sql_type(p.dialect, logical_type))
+        sql = _alter_column_sql(p, column, sql_type)
         return self._apply(p, "alter_column", {}, sql, (), added={"column": column, "type": logical_type})
 
     def truncate(self, table: str) -> Change:
@@ -583,6 +580,8 @@ def _drop_column_sql(p: Placement, column: str, present: bool = True) -> str:
 def added_column(name: str, logical_type: str) -> Column:
     """The column `add_column` adds for a logical type name (text is varchar(100), long_text has no limit, decimal is
     decimal(8,2))."""
+    if logical_type not in LOGICAL_TYPES:
+        raise SandboxError(f"unknown column type {logical_type!r}", "choose one of: " + ", ".join(LOGICAL_TYPES))
     logical = LOGICAL_TYPES[logical_type]
     return Column(name, logical, max_length=100 if logical_type == "text" else None,
                   precision=8 if logical == DECIMAL else None, scale=2 if logical == DECIMAL else None)

@@ -79,14 +79,21 @@ def redeliver_earlier(bootstrap: str, registry: RegistryClient, topic: str, key:
     change arriving after a newer one, as when Debezium re-sends after a crash or reads again from reset offsets.
     Returns the partition and offset of the copy."""
     ends = end_offsets(bootstrap, [topic]).get(topic) or {}
-    events = [message for message in _messages(bootstrap, topic, ends)  # in each partition's order
+    events = [message for message in _messages(bootstrap, topic, ends)
               if message.key() is not None and message.value() is not None
               and same_key(registry.decode(message.key())[1], key)]
     if len(events) < 2:
         raise SandboxError(f"{topic} holds {len(events)} change of {key}; re-delivering an earlier one needs two",
                            "change the row twice before this step")
-    earlier = events[-2]
+    earlier = last_but_one(events)
     return _produce(bootstrap, topic, earlier.partition(), earlier.key(), earlier.value(), earlier.headers())
+
+
+def last_but_one(events: list):
+    """The key's event before its latest. A topic that gained partitions holds the key's older history in another
+    partition than its latest events, so partition order says nothing across them: the time Kafka stamped on each
+    does (within a partition, the offset)."""
+    return sorted(events, key=lambda message: (message.timestamp()[1], message.offset()))[-2]
 
 
 def _produce(bootstrap: str, topic: str, partition: int, key: bytes, value: bytes, headers) -> tuple[int, int]:
