@@ -77,6 +77,26 @@ def test_the_team_scenarios_are_valid_on_its_tables(team_dir, sandbox):
         assert done.returncode == 0 and done.stdout.startswith("ok "), done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("file", sorted(path.name for path in (TEAM_PROJECT / "scenarios").glob("*.yaml")))
+def test_each_team_scenario_holds_under_the_oracle(request, file, team, team_dir, sandbox, spark, monkeypatch):
+    """Each scenario file of the team's, in every job mode it declares, each on a lake of its own: its expectations
+    and the oracle's checks of every commit through both readers. (Read as `pytest scenarios` in the team's
+    directory reads it: its tables are the project's, as their source's catalog describes them.)"""
+    monkeypatch.setenv("SANDBOX_PROJECT", str(team_dir))
+    monkeypatch.setenv("SANDBOX_STATE_DIR", str(sandbox.state_dir))
+    spec = scenarios.load(team_dir / "scenarios" / file)
+    for job in spec.jobs:
+        pipeline = pipeline_on_new_lake(team, spark, None, only=spec.tables, **scenarios.pipeline_options(spec, job))
+        try:
+            mutator = Mutator(team)
+            oracle = Oracle(team, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
+                            stats=RunStats())
+            result = scenarios.run(spec, pipeline, mutator, oracle, job=job)
+            assert result.checks and result.expectations, job
+        finally:
+            finish([pipeline], failed=False)
+
+
 def _balance(mutator: Mutator) -> None:
     row = mutator.sample_row("accounts", random.Random())
     mutator.update("accounts", {"tenant": row["tenant"], "account_no": row["account_no"]},
