@@ -32,7 +32,7 @@ from cdc_sandbox.config import Settings
 from cdc_sandbox.harness.oracle import NotOneBatch
 from cdc_sandbox.harness.pipeline import SilverBehind
 from cdc_sandbox.harness.verdict import OracleMismatch
-from cdc_sandbox.schema import DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ
+from cdc_sandbox.schema import BYTES, DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ
 from cdc_sandbox.spark_jobs import cdc_hudi_job, images
 from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
 from cdc_sandbox.spark_jobs.job_config import TableSpec
@@ -304,6 +304,34 @@ def placeholders_as_values(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(images, "completed", lambda rows, spec, key_only_deletes, stored: rows)
 
 
+def binary_as_text(patch: pytest.MonkeyPatch) -> None:
+    """Writes binary columns as Base64 text (a job written for a connector set to `binary.handling.mode: base64`,
+    run against one that sends bytes): the bytes are all there, in a column of the wrong type."""
+
+    def encoded(changes: DataFrame, spec: TableSpec) -> DataFrame:
+        binary = _source_columns(changes, "binary")
+        return changes.select(*[F.base64(c).alias(c) if c in binary else F.col(c) for c in changes.columns])
+
+    _transform_changes(patch, encoded)
+
+
+def partial_record_key(patch: pytest.MonkeyPatch) -> None:
+    """Keys silver by the first column of a composite primary key (a record key set by hand to the column that "is
+    unique in practice"): rows that share it overwrite each other."""
+    _with_hudi_options(patch, **{"hoodie.datasource.write.recordkey.field": lambda spec: spec.key[0]})
+
+
+def hard_deletes_everywhere(patch: pytest.MonkeyPatch) -> None:
+    """Removes deleted rows from every table, whatever its setting (one job-wide switch where a table keeps its
+    deletes for an audit): a soft-delete table loses the rows it must keep marked as deleted."""
+    original = cdc_hudi_job.write_silver
+
+    def write_silver(spark, config, spec, changes, batch_id):
+        return original(spark, config, replace(spec, hard_deletes=True), changes, batch_id)
+
+    patch.setattr(cdc_hudi_job, "write_silver", write_silver)
+
+
 VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": order_by_kafka_offset,
             "drop-deletes": drop_deletes, "skip-table": skip_table,
             "offset-in-key": offset_in_key, "widened-integers": widened_integers,
@@ -314,7 +342,9 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "session-zone-times": session_zone_times, "partition-change-kept-twice": partition_change_kept_twice,
             "millisecond-times": millisecond_times, "empty-strings-as-nulls": empty_strings_as_nulls,
             "wall-clock-round-trip": wall_clock_round_trip, "placeholders-as-values": placeholders_as_values,
-            "first-types-kept": first_types_kept, "merge-by-arrival-time": merge_by_arrival_time}
+            "first-types-kept": first_types_kept, "merge-by-arrival-time": merge_by_arrival_time,
+            "binary-as-text": binary_as_text, "partial-record-key": partial_record_key,
+            "hard-deletes-everywhere": hard_deletes_everywhere}
 
 
 def _has_column(*kinds: str):
@@ -335,6 +365,11 @@ NEEDS = {
     "dropped-added-column": ("MariaDB or MySQL table", lambda settings, tables: any(
         settings.topology.sources[settings.topology.table(t.name).source].engine in ("mariadb", "mysql")
         for t in tables)),
+    "binary-as-text": ("binary column", _has_column(BYTES)),
+    "partial-record-key": ("table with a composite key", lambda settings, tables: any(
+        len(t.primary_key) > 1 for t in tables)),
+    "hard-deletes-everywhere": ("table with soft deletes", lambda settings, tables: any(
+        not settings.topology.silver_of(t.name).hard_deletes for t in tables)),
     "skip-table": ("table venue", lambda settings, tables: any(t.name == "venue" for t in tables)),
 }
 

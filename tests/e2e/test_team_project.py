@@ -22,7 +22,7 @@ from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
 from tests import PROJECT_ROOT
-from tests.broken_variants import VARIANTS, Catch, expect_catch
+from tests.broken_variants import ANY_COLUMN, VARIANTS, Catch, expect_catch
 from tests.e2e.conftest import project_settings, stop_connectors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -110,6 +110,19 @@ def _reschedule(mutator: Mutator) -> None:
                     "updated_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=654321)})
 
 
+def _sign(mutator: Mutator) -> None:
+    row = mutator.sample_row("accounts", random.Random())
+    mutator.update("accounts", {"tenant": row["tenant"], "account_no": row["account_no"]},
+                   {"signature": random.Random().randbytes(16)})
+
+
+def _second_account(mutator: Mutator) -> None:
+    """Another account of a tenant that has one."""
+    row = mutator.sample_row("accounts", random.Random())
+    new_key = mutator.new_key("accounts", random.Random())
+    mutator.insert("accounts", row | {"account_no": new_key["account_no"]})
+
+
 def _blank_owner(mutator: Mutator) -> None:
     row = mutator.sample_row("accounts", random.Random())
     mutator.update("accounts", {"tenant": row["tenant"], "account_no": row["account_no"]}, {"owner": ""})
@@ -141,6 +154,9 @@ CAUGHT_ON_TEAM_TABLES = {
     "millisecond-times": (_reschedule, Catch("snapshot", "shipments", "updated_at"), "UTC"),
     "empty-strings-as-nulls": (_blank_owner, Catch("snapshot", "accounts", "owner"), "UTC"),
     "wall-clock-round-trip": (_second_one_thirty, Catch("snapshot", "shipments", "updated_at"), NEW_YORK),
+    "binary-as-text": (_sign, Catch("types", "accounts", "signature"), "UTC"),
+    "partial-record-key": (_second_account, Catch("snapshot", "accounts", ANY_COLUMN), "UTC"),  # tenants' rows collapse
+    "hard-deletes-everywhere": (_delete_shipment, Catch("deletes", "shipments", ANY_COLUMN), "UTC"),
 }
 
 
