@@ -15,18 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from cdc_sandbox.schema import (
-    BOOL,
-    BYTES,
-    DECIMAL,
-    JSON,
-    NUMBER,
-    TIMESTAMP,
-    TIMESTAMPTZ,
-    UUID,
-    Column,
-    Table,
-)
+from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, JSON, NUMBER, TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table
 
 
 def normalizer(column: Column) -> Callable[[object], object] | None:

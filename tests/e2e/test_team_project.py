@@ -13,6 +13,7 @@ import string
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 from decimal import Decimal
 
 import pytest
@@ -85,10 +86,16 @@ def test_the_team_scenarios_are_valid_on_its_tables(team_dir, sandbox):
         assert done.returncode == 0 and done.stdout.startswith("ok "), done.stdout + done.stderr
 
 
-def _balance(mutator: Mutator) -> None:
+def _update_an_account(mutator: Mutator, values: dict) -> dict:
+    """Update an account drawn at random; returns its key."""
     row = mutator.sample_row("accounts", random.Random())
-    mutator.update("accounts", {"tenant": row["tenant"], "account_no": row["account_no"]},
-                   {"balance": Decimal("123456789012345678.0123456789")})
+    key = {"tenant": row["tenant"], "account_no": row["account_no"]}
+    mutator.update("accounts", key, values)
+    return key
+
+
+def _balance(mutator: Mutator) -> None:
+    _update_an_account(mutator, {"balance": Decimal("123456789012345678.0123456789")})
 
 
 def _reschedule(mutator: Mutator) -> None:
@@ -99,9 +106,7 @@ def _reschedule(mutator: Mutator) -> None:
 
 
 def _sign(mutator: Mutator) -> None:
-    row = mutator.sample_row("accounts", random.Random())
-    mutator.update("accounts", {"tenant": row["tenant"], "account_no": row["account_no"]},
-                   {"signature": random.Random().randbytes(16)})
+    _update_an_account(mutator, {"signature": random.Random().randbytes(16)})
 
 
 def _second_account(mutator: Mutator) -> None:
@@ -112,8 +117,7 @@ def _second_account(mutator: Mutator) -> None:
 
 
 def _blank_owner(mutator: Mutator) -> None:
-    row = mutator.sample_row("accounts", random.Random())
-    mutator.update("accounts", {"tenant": row["tenant"], "account_no": row["account_no"]}, {"owner": ""})
+    _update_an_account(mutator, {"owner": ""})
 
 
 def _delete_shipment(mutator: Mutator) -> None:
@@ -148,27 +152,34 @@ CAUGHT_ON_TEAM_TABLES = {
 }
 
 
+@contextmanager
+def _on_a_new_lake(request, team: Settings, spark, table: str):
+    """The job (as patched now) on a new lake of one team table, its topic's history written; with a mutator and an
+    oracle of its own. The lake goes afterwards."""
+    pipeline = pipeline_on_new_lake(team, spark, None, only=[table])
+    try:
+        pipeline.run_once()
+        mutator = Mutator(team)
+        yield pipeline, mutator, Oracle(team, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
+                                        stats=RunStats())
+    finally:
+        finish([pipeline], failed=False)
+
+
 @pytest.mark.parametrize("variant", list(CAUGHT_ON_TEAM_TABLES))
 def test_a_broken_job_is_caught_on_the_team_tables(request, variant, team, spark, monkeypatch):
     change, catch, zone = CAUGHT_ON_TEAM_TABLES[variant]
     table = catch.table
     VARIANTS[variant](monkeypatch)
-    with scenarios.session_zone(spark, zone):
-        pipeline = pipeline_on_new_lake(team, spark, None, only=[table])
-        try:
-            pipeline.run_once()  # the topic's backlog, by the broken job from the first change
-            mutator = Mutator(team)
-            oracle = Oracle(team, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
-                            stats=RunStats())
-            table_type = pipeline.config.table_type_of(pipeline.config.spec(table))
-            judged = expect_catch(request, variant, f"team project, {table}",
-                                  f"run once, {table_type}, zone {zone}", (catch,))
-            with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
-                oracle.track([table])
-                change(mutator)
-                oracle.round(variant)
-        finally:
-            finish([pipeline], failed=False)
+    with scenarios.session_zone(spark, zone), \
+            _on_a_new_lake(request, team, spark, table) as (pipeline, mutator, oracle):  # the broken job writes all
+        table_type = pipeline.config.table_type_of(pipeline.config.spec(table))
+        judged = expect_catch(request, variant, f"team project, {table}",
+                              f"run once, {table_type}, zone {zone}", (catch,))
+        with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
+            oracle.track([table])
+            change(mutator)
+            oracle.round(variant)
     assert not (wrong := judged(caught.value)), f"{variant}: {wrong}"
 
 
@@ -180,19 +191,13 @@ def test_a_table_with_replica_identity_default_keeps_what_its_events_leave_out(r
     NULL columns too. The job keeps silver's values for both, under the oracle; the job that writes what the events
     carry is caught at the update."""
     assert team.topology.silver_of("accounts").replica_identity == "default"
-    pipeline = pipeline_on_new_lake(team, spark, None, only=["accounts"])
-    try:
-        pipeline.run_once()  # the topic's history, by the correct job
-        mutator = Mutator(team)
-        oracle = Oracle(team, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"), stats=RunStats())
+    with _on_a_new_lake(request, team, spark, "accounts") as (_, mutator, oracle):  # written by the correct job
         oracle.track(["accounts"])
         if variant:
             VARIANTS[variant](monkeypatch)
-        row = mutator.sample_row("accounts", random.Random())
-        key = {"tenant": row["tenant"], "account_no": row["account_no"]}
         draw = random.Random(7)  # letters at random do not compress: Postgres stores them out of line
-        mutator.update("accounts", key, {"profile": {"notes": "".join(draw.choices(string.ascii_letters, k=6000))},
-                                         "signature": draw.randbytes(6000)})
+        key = _update_an_account(mutator, {"profile": {"notes": "".join(draw.choices(string.ascii_letters, k=6000))},
+                                           "signature": draw.randbytes(6000)})
         oracle.round("long values written")
         mutator.update("accounts", key, {"balance": Decimal("42.5")})
         if variant:
@@ -206,5 +211,3 @@ def test_a_table_with_replica_identity_default_keeps_what_its_events_leave_out(r
         mutator.delete("accounts", key)
         oracle.round("deleted by its key alone")
         oracle.verify_history()
-    finally:
-        finish([pipeline], failed=False)
