@@ -41,7 +41,9 @@ from cdc_sandbox.schema import (
 from cdc_sandbox.sources import topics
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
 from cdc_sandbox.sources.mutations import LOGICAL_TYPES, Mutator, added_column
+from cdc_sandbox.sources.positions import BinlogMark, binlog_position, event_position
 from cdc_sandbox.stack import catalog
+from cdc_sandbox.stack.connectors import ConnectClient
 from cdc_sandbox.tickit_data.schema import get_table
 
 SHIPPED = PACKAGE_DIR / "fixtures" / "scenarios"  # the scenarios that come with the package, run on TICKIT
@@ -52,7 +54,8 @@ JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_com
 CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "alter_column", "truncate"}
 SCHEMA_CHANGES = {"add_column", "drop_column", "alter_column"}
 STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
-                             "registry_outage", "grow_topic", "redeliver"}
+                             "registry_outage", "grow_topic", "redeliver", "rewind_connector"}
+BINLOG_ENGINES = ("mariadb", "mysql")
 
 
 class ExpectationUnmet(OracleMismatch):
@@ -249,6 +252,7 @@ class _Validator:
         steps = [self.step(step, tables) for step in raw["steps"]]
         for job in jobs:
             self.outages_have_a_batch(steps, bool(job.get("continuous")))
+        self.mark_rewind_targets(steps)
         labels = [s.args["label"] for s in steps if s.kind == "check"]
         return Scenario(self.path, str(raw["name"]), str(raw.get("description", "")).strip(), list(tables),
                         jobs, {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"),
@@ -341,6 +345,8 @@ class _Validator:
             return Step(kind, {"changes": changes}, line)
         if kind == "check":
             return Step(kind, self.check(args, tables, raw), line)
+        if kind == "rewind_connector":
+            return Step(kind, self.rewind(args, tables, raw), line)
         if kind == "source_clock":
             if args is not None and not isinstance(args, dt.datetime):
                 self.fail(raw, "source_clock is a timestamp (2008-01-01 00:00:00) or null", kind)
@@ -361,6 +367,29 @@ class _Validator:
             paused = {"pause": True, "resume": False}.get(step.kind, paused)
             evented = step.kind in CHANGE_KINDS - SCHEMA_CHANGES | {"transaction", "grow_topic", "redeliver"}
             changed = evented or (changed and step.kind != "check")
+
+    def rewind(self, args, tables: list[str], where) -> dict:
+        if not isinstance(args, dict) or set(args) != {"table", "to"}:
+            self.fail(where, "rewind_connector takes table (its connector is rewound) and to (the label of an earlier "
+                             "check)", "rewind_connector")
+        table = self.table_name(args, args["table"], "table", allowed=tables)
+        engine = self.topology.sources[self.topology.table(table).source].engine
+        if engine not in BINLOG_ENGINES:
+            self.fail(args, f"{table} is on {engine}: only a binlog connector (MariaDB, MySQL) can be set back to an "
+                            "earlier position; a Postgres slot never sends again what it confirmed", "table")
+        return dict(args)
+
+    def mark_rewind_targets(self, steps: list[Step]) -> None:
+        """Each rewind's check must come before it; that check notes where the table's binlog ends (`marks`)."""
+        for index, step in enumerate(steps):
+            if step.kind != "rewind_connector":
+                continue
+            target = next((s for s in reversed(steps[:index])
+                           if s.kind == "check" and s.args["label"] == step.args["to"]), None)
+            if target is None:
+                raise ScenarioError(self.path, step.line, f"rewind_connector: no check labelled {step.args['to']!r} "
+                                                          "before it")
+            target.args.setdefault("marks", []).append(step.args["table"])
 
     def change(self, kind: str, args, tables: list[str], where) -> dict:
         if not isinstance(args, dict) or "table" not in args:
@@ -495,11 +524,11 @@ def _run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say, jo
 
 
 def _play_steps(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say) -> list:
-    expectations = []
+    expectations, marks = [], {}
     for step in scenario.steps:
         say(f"  line {step.line}: {step.kind}")
         try:
-            outcome = play(step, pipeline, mutator, oracle)
+            outcome = play(step, pipeline, mutator, oracle, marks)
         except SandboxError as exc:
             raise ScenarioError(scenario.path, step.line, f"{step.kind} failed: {exc.message}") from exc
         if outcome:
@@ -579,7 +608,9 @@ def _claimed_keys(scenario: Scenario) -> list[tuple[str, dict]]:
     return keys
 
 
-def play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
+def play(step: Step, pipeline, mutator: Mutator, oracle: Oracle, marks: dict | None = None):
+    """Play one step; `marks` keeps, across a run's steps, where a check found each binlog it notes ending."""
+    marks = {} if marks is None else marks
     if step.kind in CHANGE_KINDS:
         _change(mutator, step.kind, step.args)
     elif step.kind == "transaction":
@@ -603,13 +634,33 @@ def play(step: Step, pipeline, mutator: Mutator, oracle: Oracle):
     elif step.kind == "redeliver":
         topics.redeliver_earlier(oracle.settings.endpoint("kafka").address, oracle.registry,
                                  pipeline.config.spec(step.args["table"]).topic, step.args["key"])
+    elif step.kind == "rewind_connector":
+        _rewind_connector(step.args, pipeline, mutator, oracle, marks[(step.args["to"], step.args["table"])])
     elif step.kind == "check":
         recorded = oracle.round(step.args["label"])
+        marks.update({(step.args["label"], table): mutator.binlog_mark(table) for table in step.args.get("marks", [])})
         # a table without changes since the last check is expected to hold at its latest recorded commit
         entries = {table: recorded.get(table) or oracle.recorded[table][-1] for table in step.args["expect"]}
         _expect(step, oracle, entries, time_travel=False)
         return entries
     return None
+
+
+def _rewind_connector(args: dict, pipeline, mutator: Mutator, oracle: Oracle, mark: BinlogMark) -> None:
+    """Set the connector of the table's source back to where its binlog ended at the check: Debezium reads it
+    again and sends every change since once more, each with its first source position, after newer ones. Fails
+    unless the table's topic then holds such a change sent again, since the step would otherwise test nothing."""
+    table, settings = args["table"], oracle.settings
+    connector = settings.topology.sources[mutator.placement(table).captured.source].connector
+    bootstrap, topic = settings.endpoint("kafka").address, pipeline.config.spec(table).topic
+    now = mutator.binlog_mark(table)
+    ends = end_offsets(bootstrap, [topic])[topic]
+    ConnectClient(settings.url("connect")).rewind_binlog(connector, mark)
+    sent_before = binlog_position(now.file, now.pos)
+    with ChangeReader(bootstrap, topic, oracle.registry, from_offsets=ends) as reader:
+        reader.wait_for(lambda e: e.value is not None and event_position("binlog", e.value) < sent_before,
+                        oracle.timeout, f"{connector} to send a change of {table} again after the rewind (no change "
+                                        f"of {table} since check {args['to']!r}?)")
 
 
 def _registry_outage(pipeline, oracle: Oracle) -> None:

@@ -41,7 +41,7 @@ from cdc_sandbox.schema import (
     UUID,
     Column,
 )
-from cdc_sandbox.sources.positions import current_position, position_in, position_range
+from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
 from cdc_sandbox.stack.catalog import Placement, placements
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.stack.services.sqlserver_cdc import refresh_capture_instance_batch
@@ -436,6 +436,15 @@ class Mutator:
             return dict(zip([d[0] for d in cur.description], row)) if row else None
 
     # --- reading the source --------------------------------------------------------------------------------
+    def binlog_mark(self, table: str) -> BinlogMark:
+        """Where the binlog of the MariaDB/MySQL server holding the table ends now."""
+        p = self.placement(table)
+        if p.dialect != MYSQL:
+            raise SandboxError(f"{table} lives on {p.captured.source}, which keeps no binlog",
+                               "mark a table on a MariaDB or MySQL source")
+        with table_connection(self.settings, p) as conn:
+            return binlog_mark(conn)
+
     def read_row(self, table: str, key: dict) -> dict | None:
         """The source row with this key, or None."""
         p = self.placement(table)

@@ -112,6 +112,25 @@ def current_position(conn, dialect: str) -> tuple:
     raise SandboxError(f"no source position for {dialect}", "")
 
 
+class BinlogMark(NamedTuple):
+    """Where a MariaDB/MySQL binlog ends: file, offset, and the server's GTID set ("" where GTIDs are off)."""
+
+    file: str
+    pos: int
+    gtids: str
+
+
+def binlog_mark(conn) -> BinlogMark:
+    """Where the binlog ends now, in the terms of a Debezium offset: MariaDB's connector restarts from the GTID
+    position alone, MySQL's from it when GTIDs are on, else from the file and offset."""
+    file, pos = current_position(conn, MYSQL)
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        variable = "gtid_binlog_pos" if "mariadb" in cur.fetchone()[0].lower() else "gtid_executed"
+        cur.execute(f"SELECT @@{variable}")
+        return BinlogMark(file, int(pos), cur.fetchone()[0] or "")
+
+
 def position_range(before: tuple, after: tuple) -> dict:
     """A journal entry's position: the source positions before the change and after its commit."""
     if isinstance(before, SqlServerLsn):  # Debezium's events carry the commit LSN

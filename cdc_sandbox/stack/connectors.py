@@ -146,6 +146,40 @@ class ConnectClient:
             raise SandboxError(f"Kafka Connect could not {action} {name}: {response.text[:500]}",
                                "see `sandbox logs connect`")
 
+    def offsets(self, name: str) -> list[dict]:
+        """The source offsets Connect holds for the connector: [{"partition": {...}, "offset": {...}}]."""
+        response = requests.get(f"{self.url}/connectors/{name}/offsets", timeout=30)
+        if response.status_code >= 400:
+            raise SandboxError(f"Kafka Connect could not read the offsets of {name}: {response.text[:500]}",
+                               "see `sandbox logs connect`")
+        return response.json()["offsets"]
+
+    def set_offsets(self, name: str, offsets: list[dict]) -> None:
+        """Replace the connector's source offsets; it must be stopped (`stop`)."""
+        response = requests.patch(f"{self.url}/connectors/{name}/offsets", json={"offsets": offsets}, timeout=30)
+        if response.status_code >= 400:
+            raise SandboxError(f"Kafka Connect could not set the offsets of {name}: {response.text[:500]}",
+                               "stop the connector first; see `sandbox logs connect`")
+
+    def rewind_binlog(self, name: str, mark) -> None:
+        """Set a binlog connector back to `mark` (a `positions.BinlogMark`): it reads the binlog again from there and
+        sends every change since once more, as after an operator resets its offsets. The connector runs again when
+        this returns."""
+        held = self.offsets(name)
+        if len(held) != 1:
+            raise SandboxError(f"connector {name} holds {len(held)} offsets, not one binlog position",
+                               "rewind a MariaDB or MySQL connector that has streamed")
+        offset = {key: value for key, value in held[0]["offset"].items() if key not in ("gtids", "snapshot")}
+        offset.update({"file": mark.file, "pos": mark.pos, "event": 0, "row": 0})
+        if mark.gtids:
+            offset["gtids"] = mark.gtids
+        self.stop(name)
+        try:
+            self.set_offsets(name, [{"partition": held[0]["partition"], "offset": offset}])
+        finally:
+            self.resume(name)
+        self.wait_running(name)
+
     def status(self, name: str) -> dict:
         response = requests.get(f"{self.url}/connectors/{name}/status", timeout=10)
         return response.json() if response.status_code == 200 else {}

@@ -26,6 +26,16 @@ steps:
 """
 
 OUTAGE = GOOD.replace("  - check: end\n", "  - registry_outage:\n  - check: end\n")
+DATES = """\
+name: rewound
+tables: [date]
+steps:
+  - check: start
+  - update: {table: date, key: {dateid: 1}, set: {holiday: true}}
+  - check: middle
+  - rewind_connector: {table: date, to: start}
+  - check: end
+"""
 
 
 def test_at_least_five_scenarios_ship_and_all_load():
@@ -40,6 +50,14 @@ def test_a_valid_scenario_becomes_steps_with_their_lines(tmp_path):
     spec = scenario.load(path)
     assert [(s.kind, s.line) for s in spec.steps] == [("check", 4), ("update", 5), ("check", 6)]
     assert spec.labels == ["start", "end"]
+
+
+def test_a_rewind_has_its_check_note_where_the_binlog_ends(tmp_path):
+    path = tmp_path / "rewind.yaml"
+    path.write_text(DATES)
+    steps = scenario.load(path).steps
+    assert [(s.kind, s.line) for s in steps][-2:] == [("rewind_connector", 7), ("check", 8)]
+    assert steps[0].args["marks"] == ["date"] and "marks" not in steps[2].args
 
 
 def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
@@ -97,6 +115,10 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
     (GOOD.replace("key: {catid: 1}", "key: {catid: !random_text {length: 3}}"), 5, "category.catid is smallint"),
     (GOOD.replace("tables: [category]", "tables: [category]\nsource: mssql"), 3,
      "category not on source 'mssql' in cdc_sandbox/fixtures/topology.yaml"),
+    (GOOD.replace("- check: end", "- rewind_connector: {table: category, to: start}"), 6,
+     "category is on postgres: only a binlog connector (MariaDB, MySQL) can be set back"),
+    (DATES.replace("to: start", "to: later"), 7, "rewind_connector: no check labelled 'later' before it"),
+    (DATES.replace("to: start", "position: 4"), 7, "rewind_connector takes table (its connector is rewound) and to"),
 ])
 def test_a_malformed_scenario_names_file_line_and_reason(tmp_path, text, line, reason):
     path = tmp_path / "broken.yaml"
