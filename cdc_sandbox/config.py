@@ -228,7 +228,7 @@ def _source(path: Path, name: str, spec: dict) -> Source:
     debezium = spec.get("debezium") or {}
     if not isinstance(debezium, dict):
         raise SandboxError(f"{path}: `debezium` of source {name} is not a mapping", "give it as setting: value lines")
-    debezium = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in debezium.items()}
+    debezium = debezium_settings.as_settings(debezium)
     debezium_settings.check(path, name, debezium)
     return Source(name=name, engine=spec["engine"], database=spec["database"], connector=spec["connector"],
                   tables=tables, ddl=ddl, debezium=debezium)

@@ -50,11 +50,23 @@ OWNED_EXCEPTIONS = ("transforms.unwrap.delete.tombstone.handling.mode",)
 def check(path: Path, source: str, debezium: dict[str, str]) -> None:
     """Refuse, naming the setting and why, a setting whose meaning the harness does not follow."""
     for setting, value in debezium.items():
-        if setting.startswith(OWNED_PREFIXES) and setting not in OWNED_EXCEPTIONS:
-            raise SandboxError(f"{path}: source {source} sets `{setting}`, which the sandbox sets itself (the job "
-                               f"decodes what its converters and transforms produce)",
-                               f"remove `{setting}` from the source's `debezium:` settings")
-        followed = FOLLOWED.get(setting)
-        if followed is not None and value not in followed:
-            raise SandboxError(f"{path}: source {source} sets `{setting}: {value}`: {UNFOLLOWED[setting]}",
-                               "use one of: " + "; ".join(f"{v} ({meaning})" for v, meaning in followed.items()))
+        refused = refusal(setting, value)
+        if refused:
+            raise SandboxError(f"{path}: source {source} sets {refused[0]}", refused[1])
+
+
+def refusal(setting: str, value: str) -> tuple[str, str] | None:
+    """Why the harness cannot follow `setting: value`, and what to do instead; None when it can."""
+    if setting.startswith(OWNED_PREFIXES) and setting not in OWNED_EXCEPTIONS:
+        return (f"`{setting}`, which the sandbox sets itself (the job decodes what its converters and transforms "
+                f"produce)", f"remove `{setting}` from the `debezium:` settings")
+    followed = FOLLOWED.get(setting)
+    if followed is not None and value not in followed:
+        return (f"`{setting}: {value}`: {UNFOLLOWED[setting]}",
+                "use one of: " + "; ".join(f"{v} ({meaning})" for v, meaning in followed.items()))
+    return None
+
+
+def as_settings(given: dict) -> dict[str, str]:
+    """`debezium:` settings as Kafka Connect takes them: every value a string, YAML's booleans as true/false."""
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in given.items()}

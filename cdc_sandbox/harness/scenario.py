@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from cdc_sandbox import debezium_settings
 from cdc_sandbox.config import PACKAGE_DIR, Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.oracle import Oracle
@@ -47,7 +48,7 @@ from cdc_sandbox.stack.connectors import ConnectClient
 from cdc_sandbox.tickit_data.schema import get_table
 
 SHIPPED = PACKAGE_DIR / "fixtures" / "scenarios"  # the scenarios that come with the package, run on TICKIT
-TOP_LEVEL = {"name", "description", "tables", "source", "replica_identity", "job", "given", "steps"}
+TOP_LEVEL = {"name", "description", "tables", "source", "replica_identity", "debezium", "job", "given", "steps"}
 REPLICA_IDENTITIES = ("default", "full")
 RANDOM_TEXT_MAX = 10_000_000
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits", "session_zone"}
@@ -153,6 +154,7 @@ class Scenario:
     source: str | None = None  # runs only where this source holds the tables itself, not a stand-in
     replica_identity: str | None = None  # its Postgres tables' REPLICA IDENTITY while it runs (else their own)
     schemas: dict[str, Table] = field(default_factory=dict)  # its tables' columns and keys
+    debezium: dict[str, str] = field(default_factory=dict)  # settings of its tables' connectors while it runs
 
     @property
     def job(self) -> dict:
@@ -237,6 +239,7 @@ class _Validator:
             self.source(raw, tables)
         if "replica_identity" in raw:
             self.replica_identity(raw, tables)
+        debezium = self.debezium(raw) if "debezium" in raw else {}
         jobs = self.jobs(raw)
         given = raw.get("given") or {}
         if not isinstance(given, dict):
@@ -256,7 +259,7 @@ class _Validator:
         labels = [s.args["label"] for s in steps if s.kind == "check"]
         return Scenario(self.path, str(raw["name"]), str(raw.get("description", "")).strip(), list(tables),
                         jobs, {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"),
-                        raw.get("replica_identity"), {t: self.schema(t) for t in tables})
+                        raw.get("replica_identity"), {t: self.schema(t) for t in tables}, debezium)
 
     def jobs(self, raw) -> list[dict]:
         """`job`: one mapping of job options, or a list of them (the scenario runs under each)."""
@@ -288,6 +291,16 @@ class _Validator:
         if elsewhere:
             self.fail(raw, f"{', '.join(elsewhere)} not on source {raw['source']!r} in {topology.file_label}",
                       "source")
+
+    def debezium(self, raw) -> dict[str, str]:
+        if not isinstance(raw["debezium"], dict) or not raw["debezium"]:
+            self.fail(raw, "debezium is a mapping of Debezium connector settings to values", "debezium")
+        settings = debezium_settings.as_settings(raw["debezium"])
+        for setting, value in settings.items():
+            refused = debezium_settings.refusal(setting, value)
+            if refused:
+                self.fail(raw["debezium"], f"debezium sets {refused[0]}; {refused[1]}", setting)
+        return settings
 
     def replica_identity(self, raw, tables: list[str]) -> None:
         if raw["replica_identity"] not in REPLICA_IDENTITIES:
@@ -515,7 +528,7 @@ def _run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say, jo
     for change in _alterations(scenario):
         oracle.expect_widening(change.args["table"], added_column(change.args["column"], change.args["type"]))
     oracle.track(scenario.tables, label="given")
-    with _source_settings(scenario, mutator):
+    with _source_settings(scenario, mutator), _connector_settings(scenario, oracle, pipeline):
         expectations = _play_steps(scenario, pipeline, mutator, oracle, say)
     oracle.verify_history()
     for step, recorded in expectations:  # every expectation again, by time travel to its commit
@@ -548,6 +561,46 @@ def _source_settings(scenario: Scenario, mutator: Mutator):
     if scenario.replica_identity is None:
         return contextlib.nullcontext()
     return mutator.replica_identity(scenario.tables, scenario.replica_identity)
+
+
+@contextlib.contextmanager
+def _connector_settings(scenario: Scenario, oracle: Oracle, pipeline):
+    """The scenario's `debezium:` settings on the connectors of its tables while it runs, then their own again.
+    Each connector is stopped and resumed after a change, so that every event after it is written under the
+    change. With tombstones on, each table the scenario deletes from must show one, or the run tested nothing."""
+    if not scenario.debezium:
+        yield
+        return
+    settings = oracle.settings
+    client = ConnectClient(settings.url("connect"))
+    connectors = sorted({settings.topology.sources[oracle.mutator.placement(t).captured.source].connector
+                         for t in scenario.tables})
+    own = {name: client.registered_config(name) for name in connectors}
+    topics_of = {t: pipeline.config.spec(t).topic for t in _deleted_from(scenario)}
+    ends = end_offsets(settings.endpoint("kafka").address, list(topics_of.values()))
+    try:
+        for name in connectors:
+            client.put_config(name, own[name] | scenario.debezium)
+            client.cycle(name)
+        yield
+        if scenario.debezium.get("tombstones.on.delete") == "true":
+            _expect_tombstones(settings.endpoint("kafka").address, oracle, topics_of, ends)
+    finally:
+        for name in connectors:
+            client.put_config(name, own[name])
+            client.cycle(name)
+
+
+def _deleted_from(scenario: Scenario) -> list[str]:
+    return sorted({c.args["table"] for c in _changes(scenario) if c.kind == "delete"})
+
+
+def _expect_tombstones(bootstrap: str, oracle: Oracle, topics_of: dict[str, str], ends: dict) -> None:
+    for table, topic in topics_of.items():
+        with ChangeReader(bootstrap, topic, oracle.registry, from_offsets=ends.get(topic)) as reader:
+            reader.wait_for(lambda e: e.value is None, oracle.timeout,
+                            f"a tombstone in {topic} after the scenario's deletes from {table} (tombstones.on.delete "
+                            "is true): the connector did not take the scenario's settings")
 
 
 def _is_zone(name) -> bool:

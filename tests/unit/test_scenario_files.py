@@ -117,6 +117,11 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
      "category not on source 'mssql' in cdc_sandbox/fixtures/topology.yaml"),
     (GOOD.replace("- check: end", "- rewind_connector: {table: category, to: start}"), 6,
      "category is on postgres: only a binlog connector (MariaDB, MySQL) can be set back"),
+    (GOOD.replace("steps:", "debezium: {snapshot.mode: always}\nsteps:"), 3,
+     "debezium sets `snapshot.mode: always`: the oracle compares silver with everything the source holds"),
+    (GOOD.replace("steps:", "debezium: {value.converter: json}\nsteps:"), 3,
+     "debezium sets `value.converter`, which the sandbox sets itself"),
+    (GOOD.replace("steps:", "debezium: [tombstones.on.delete]\nsteps:"), 3, "debezium is a mapping of Debezium"),
     (DATES.replace("to: start", "to: later"), 7, "rewind_connector: no check labelled 'later' before it"),
     (DATES.replace("to: start", "position: 4"), 7, "rewind_connector takes table (its connector is rewound) and to"),
 ])
