@@ -52,7 +52,7 @@ KEY_LIMITS = {SMALLINT: 2**15 - 1, INT: 2**31 - 1, BIGINT: 2**63 - 1}  # the lar
 DEBEZIUM_OPS = {"insert": ["c"], "update": ["u"], "delete": ["d"], "update_key": ["d", "c"], "add_column": [],
                 "drop_column": [], "alter_column": [], "truncate": ["t"]}
 LOGICAL_TYPES = {"int": INT, "smallint": SMALLINT, "bigint": BIGINT, "text": STR, "long_text": STR, "decimal": DECIMAL,
-                 "date": DATE, "timestamp": TIMESTAMP, "bool": BOOL}
+                 "date": DATE, "timestamp": TIMESTAMP, "timestamptz": TIMESTAMPTZ, "bool": BOOL}
 
 
 @dataclass

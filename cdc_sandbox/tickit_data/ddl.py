@@ -6,7 +6,7 @@ on MySQL/MariaDB, brackets on SQL Server.
 
 from __future__ import annotations
 
-from cdc_sandbox.schema import BIGINT, BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, Column, Table
+from cdc_sandbox.schema import BIGINT, BOOL, DATE, DECIMAL, INT, SMALLINT, STR, TIMESTAMP, TIMESTAMPTZ, Column, Table
 
 from .schema import get_table
 
@@ -18,10 +18,12 @@ _QUOTES = {POSTGRES: ('"', '"'), MYSQL: ("`", "`"), SQLSERVER: ("[", "]")}
 
 _TYPES = {
     POSTGRES: {INT: "integer", SMALLINT: "smallint", BIGINT: "bigint", DATE: "date", TIMESTAMP: "timestamp",
-               BOOL: "boolean"},
-    MYSQL: {INT: "int", SMALLINT: "smallint", BIGINT: "bigint", DATE: "date", TIMESTAMP: "datetime", BOOL: "boolean"},
+               TIMESTAMPTZ: "timestamptz", BOOL: "boolean"},
+    # MariaDB and MySQL keep a TIMESTAMP as UTC and show it in the session's zone: the instant is what they hold.
+    MYSQL: {INT: "int", SMALLINT: "smallint", BIGINT: "bigint", DATE: "date", TIMESTAMP: "datetime",
+            TIMESTAMPTZ: "timestamp(6)", BOOL: "boolean"},
     SQLSERVER: {INT: "int", SMALLINT: "smallint", BIGINT: "bigint", DATE: "date", TIMESTAMP: "datetime2(0)",
-                BOOL: "bit"},
+                TIMESTAMPTZ: "datetimeoffset(6)", BOOL: "bit"},
 }
 
 UNBOUNDED_TEXT = {POSTGRES: "text", MYSQL: "longtext", SQLSERVER: "nvarchar(max)"}
