@@ -43,14 +43,17 @@ CHECKPOINT_MANAGER = {"spark.sql.streaming.checkpointFileManagerClass":
                       "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager"}
 
 
-def job_config(settings: Settings, lake: str | None = None, only: list[str] | None = None, **options) -> JobConfig:
-    """The job's config for this sandbox: every captured table, or `only` the named ones."""
+def job_config(settings: Settings, lake: str | None = None, only: list[str] | None = None,
+               table_settings: dict[str, dict] | None = None, **options) -> JobConfig:
+    """The job's config for this sandbox: every captured table, or `only` the named ones; `table_settings` gives
+    tables silver settings of their own ({table: {partition_by: [...], index: ...}}) over the project's."""
     topology = settings.topology
     tables = []
     for captured in topology.tables:
         if only is not None and captured.name not in only:
             continue
-        tables.append(table_spec(settings, captured))
+        spec = table_spec(settings, captured)
+        tables.append(TableSpec.from_dict(spec.to_dict() | (table_settings or {}).get(captured.name, {})))
     return JobConfig(
         kafka_bootstrap=settings.endpoint("kafka").address,
         registry_url=settings.registry_api_url,

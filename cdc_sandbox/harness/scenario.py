@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from cdc_sandbox import debezium_settings
-from cdc_sandbox.config import PACKAGE_DIR, Settings, load_topology, project_file
+from cdc_sandbox.config import INDEXES, PACKAGE_DIR, Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.oracle import Oracle
 from cdc_sandbox.harness.pipeline import BatchFailed
@@ -48,7 +48,9 @@ from cdc_sandbox.stack.connectors import ConnectClient
 from cdc_sandbox.tickit_data.schema import get_table
 
 SHIPPED = PACKAGE_DIR / "fixtures" / "scenarios"  # the scenarios that come with the package, run on TICKIT
-TOP_LEVEL = {"name", "description", "tables", "source", "replica_identity", "debezium", "job", "given", "steps"}
+TOP_LEVEL = {"name", "description", "tables", "source", "replica_identity", "debezium", "silver", "job", "given",
+             "steps"}
+SILVER_SETTINGS = ("partition_by", "hive_style", "index")  # as a project file's `tables:` entries take them
 REPLICA_IDENTITIES = ("default", "full")
 RANDOM_TEXT_MAX = 10_000_000
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits", "session_zone"}
@@ -155,6 +157,7 @@ class Scenario:
     replica_identity: str | None = None  # its Postgres tables' REPLICA IDENTITY while it runs (else their own)
     schemas: dict[str, Table] = field(default_factory=dict)  # its tables' columns and keys
     debezium: dict[str, str] = field(default_factory=dict)  # settings of its tables' connectors while it runs
+    silver: dict[str, dict] = field(default_factory=dict)  # its tables' own silver layout: {table: settings}
 
     @property
     def job(self) -> dict:
@@ -240,6 +243,7 @@ class _Validator:
         if "replica_identity" in raw:
             self.replica_identity(raw, tables)
         debezium = self.debezium(raw) if "debezium" in raw else {}
+        silver = self.silver(raw, tables) if "silver" in raw else {}
         jobs = self.jobs(raw)
         given = raw.get("given") or {}
         if not isinstance(given, dict):
@@ -259,7 +263,8 @@ class _Validator:
         labels = [s.args["label"] for s in steps if s.kind == "check"]
         return Scenario(self.path, str(raw["name"]), str(raw.get("description", "")).strip(), list(tables),
                         jobs, {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"),
-                        raw.get("replica_identity"), {t: self.schema(t) for t in tables}, debezium)
+                        raw.get("replica_identity"), {t: self.schema(t) for t in tables}, debezium,
+                        silver)
 
     def jobs(self, raw) -> list[dict]:
         """`job`: one mapping of job options, or a list of them (the scenario runs under each)."""
@@ -301,6 +306,25 @@ class _Validator:
             if refused:
                 self.fail(raw["debezium"], f"debezium sets {refused[0]}; {refused[1]}", setting)
         return settings
+
+    def silver(self, raw, tables: list[str]) -> dict[str, dict]:
+        given = raw["silver"]
+        if not isinstance(given, dict) or not given:
+            self.fail(raw, "silver is a mapping of table names to their silver settings", "silver")
+        layouts = {}
+        for table, settings in given.items():
+            self.table_name(given, table, table, allowed=tables)
+            if not isinstance(settings, dict) or set(settings) - set(SILVER_SETTINGS):
+                self.fail(given, f"silver.{table} takes {', '.join(SILVER_SETTINGS)}", table)
+            partition_by = settings.get("partition_by", [])
+            if not isinstance(partition_by, list) or not all(c in self.schema(table).column_names
+                                                              for c in partition_by):
+                self.fail(settings, f"partition_by is a list of {table}'s columns", "partition_by")
+            index = settings.get("index", "global_simple" if partition_by else "bucket")
+            if index not in INDEXES:
+                self.fail(settings, f"index is one of {', '.join(INDEXES)}", "index")
+            layouts[table] = {**settings, "index": index}
+        return layouts
 
     def replica_identity(self, raw, tables: list[str]) -> None:
         if raw["replica_identity"] not in REPLICA_IDENTITIES:
@@ -554,6 +578,8 @@ def pipeline_options(scenario: Scenario, job: dict) -> dict:
     options = {key: value for key, value in job.items() if key != "continuous"}
     if scenario.replica_identity == "default":
         options["key_only_deletes"] = True  # as a team configures its job for such tables
+    if scenario.silver:
+        options["table_settings"] = scenario.silver
     return options
 
 

@@ -60,6 +60,14 @@ def test_a_rewind_has_its_check_note_where_the_binlog_ends(tmp_path):
     assert steps[0].args["marks"] == ["date"] and "marks" not in steps[2].args
 
 
+def test_a_partitioned_table_gets_a_global_index_unless_the_scenario_names_one(tmp_path):
+    path = tmp_path / "moves.yaml"
+    path.write_text(GOOD.replace("steps:", "silver: {category: {partition_by: [catgroup]}}\nsteps:"))
+    spec = scenario.load(path)
+    assert spec.silver == {"category": {"partition_by": ["catgroup"], "index": "global_simple"}}
+    assert scenario.pipeline_options(spec, spec.job)["table_settings"] == spec.silver
+
+
 def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
     path = tmp_path / "outage.yaml"
     path.write_text(OUTAGE)
@@ -122,6 +130,12 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
     (GOOD.replace("steps:", "debezium: {value.converter: json}\nsteps:"), 3,
      "debezium sets `value.converter`, which the sandbox sets itself"),
     (GOOD.replace("steps:", "debezium: [tombstones.on.delete]\nsteps:"), 3, "debezium is a mapping of Debezium"),
+    (GOOD.replace("steps:", "silver: {category: {partition_by: [colour]}}\nsteps:"), 3,
+     "partition_by is a list of category's columns"),
+    (GOOD.replace("steps:", "silver: {category: {partition_by: [catgroup], index: simple}}\nsteps:"), 3,
+     "index is one of bucket, global_simple"),
+    (GOOD.replace("steps:", "silver: {category: {table_type: MERGE_ON_READ}}\nsteps:"), 3,
+     "silver.category takes partition_by, hive_style, index"),
     (DATES.replace("to: start", "to: later"), 7, "rewind_connector: no check labelled 'later' before it"),
     (DATES.replace("to: start", "position: 4"), 7, "rewind_connector takes table (its connector is rewound) and to"),
 ])
