@@ -165,17 +165,10 @@ class ConnectClient:
         """Set a binlog connector back to `mark` (a `positions.BinlogMark`): it reads the binlog again from there and
         sends every change since once more, as after an operator resets its offsets. The connector runs again when
         this returns."""
-        held = self.offsets(name)
-        if len(held) != 1:
-            raise SandboxError(f"connector {name} holds {len(held)} offsets, not one binlog position",
-                               "rewind a MariaDB or MySQL connector that has streamed")
-        offset = {key: value for key, value in held[0]["offset"].items() if key not in ("gtids", "snapshot")}
-        offset.update({"file": mark.file, "pos": mark.pos, "event": 0, "row": 0})
-        if mark.gtids:
-            offset["gtids"] = mark.gtids
+        rewound = rewound_offsets(name, self.offsets(name), mark)
         self.stop(name)
         try:
-            self.set_offsets(name, [{"partition": held[0]["partition"], "offset": offset}])
+            self.set_offsets(name, rewound)
         finally:
             self.resume(name)
         self.wait_running(name)
@@ -209,6 +202,19 @@ class ConnectClient:
             return status if len(states) > 1 and set(states) == {"RUNNING"} else None
 
         return wait_until(running, timeout, f"connector {name} and its tasks to be RUNNING", "see `sandbox logs connect`")
+
+
+def rewound_offsets(name: str, held: list[dict], mark) -> list[dict]:
+    """The connector's binlog offset set back to `mark`: its file and offset, nothing of the transaction there to
+    skip, and the GTID position where the server has GTIDs (MariaDB's connector restarts from that alone)."""
+    if len(held) != 1:
+        raise SandboxError(f"connector {name} holds {len(held)} offsets, not one binlog position",
+                           "rewind a MariaDB or MySQL connector that has streamed")
+    offset = {key: value for key, value in held[0]["offset"].items() if key not in ("gtids", "snapshot")}
+    offset.update({"file": mark.file, "pos": mark.pos, "event": 0, "row": 0})
+    if mark.gtids:
+        offset["gtids"] = mark.gtids
+    return [{"partition": held[0]["partition"], "offset": offset}]
 
 
 def failure_trace(status: dict) -> str:

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.stack.connectors import ConnectClient
+from cdc_sandbox.sources.positions import BinlogMark
+from cdc_sandbox.stack.connectors import ConnectClient, rewound_offsets
 from tests.unit.http_fake import serve
 
 
@@ -120,3 +121,22 @@ def test_up_waits_for_a_connector_just_registered_to_have_a_status(monkeypatch, 
     fake = Registered(None, "NEW")
     sources = register_all_against(fake, monkeypatch, tmp_path)
     assert fake.puts == sources and not fake.resumed
+
+
+HELD = [{"partition": {"server": "tickit"},
+         "offset": {"ts_sec": 1795964130, "file": "binlog.000005", "pos": 438910, "gtids": "0-1-3134", "row": 1,
+                    "server_id": 1, "event": 2}}]
+
+
+@pytest.mark.parametrize("gtids, restarts_from", [("0-1-3120", {"gtids": "0-1-3120"}), ("", {})])
+def test_a_rewound_binlog_offset_starts_at_the_mark_with_its_gtids_where_the_server_has_them(gtids, restarts_from):
+    mark = BinlogMark("binlog.000004", 1200, gtids)
+    [rewound] = rewound_offsets("tickit-mysql", HELD, mark)
+    assert rewound["partition"] == {"server": "tickit"}
+    assert rewound["offset"] == {"ts_sec": 1795964130, "file": "binlog.000004", "pos": 1200, "row": 0, "server_id": 1,
+                                 "event": 0} | restarts_from
+
+
+def test_a_connector_without_one_binlog_offset_is_not_rewound():
+    with pytest.raises(SandboxError, match="holds 0 offsets, not one binlog position"):
+        rewound_offsets("tickit-mysql", [], BinlogMark("binlog.000004", 4, ""))
