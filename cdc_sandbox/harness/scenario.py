@@ -602,6 +602,9 @@ def _connector_settings(scenario: Scenario, oracle: Oracle, pipeline):
     connectors = sorted({settings.topology.sources[oracle.mutator.placement(t).captured.source].connector
                          for t in scenario.tables})
     own = {name: client.registered_config(name) for name in connectors}
+    if None in own.values():
+        raise SandboxError(f"connector {min(n for n, c in own.items() if c is None)} is not registered, so the "
+                           "scenario's `debezium:` settings have nothing to change", "run `sandbox up`")
     topics_of = {t: pipeline.config.spec(t).topic for t in _deleted_from(scenario)}
     ends = end_offsets(settings.endpoint("kafka").address, list(topics_of.values()))
     try:
