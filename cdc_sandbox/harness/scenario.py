@@ -599,8 +599,7 @@ def _connector_settings(scenario: Scenario, oracle: Oracle, pipeline):
         return
     settings = oracle.settings
     client = ConnectClient(settings.url("connect"))
-    connectors = sorted({settings.topology.sources[oracle.mutator.placement(t).captured.source].connector
-                         for t in scenario.tables})
+    connectors = sorted({_connector_of(t, settings, oracle.mutator) for t in scenario.tables})
     own = {name: client.registered_config(name) for name in connectors}
     if None in own.values():
         raise SandboxError(f"connector {min(n for n, c in own.items() if c is None)} is not registered, so the "
@@ -618,6 +617,11 @@ def _connector_settings(scenario: Scenario, oracle: Oracle, pipeline):
         for name in connectors:
             client.put_config(name, own[name])
             client.cycle(name)
+
+
+def _connector_of(table: str, settings: Settings, mutator: Mutator) -> str:
+    """The connector capturing the table (a stand-in's, where its own source is absent)."""
+    return settings.topology.sources[mutator.placement(table).captured.source].connector
 
 
 def _deleted_from(scenario: Scenario) -> list[str]:
@@ -733,7 +737,7 @@ def _rewind_connector(args: dict, pipeline, mutator: Mutator, oracle: Oracle, ma
     again and sends every change since once more, each with its first source position, after newer ones. Fails
     unless the table's topic then holds such a change sent again, since the step would otherwise test nothing."""
     table, settings = args["table"], oracle.settings
-    connector = settings.topology.sources[mutator.placement(table).captured.source].connector
+    connector = _connector_of(table, settings, mutator)
     bootstrap, topic = settings.endpoint("kafka").address, pipeline.config.spec(table).topic
     now = mutator.binlog_mark(table)
     ends = end_offsets(bootstrap, [topic])[topic]
@@ -774,7 +778,7 @@ def _grow_topic(args: dict, pipeline, mutator: Mutator, oracle: Oracle) -> None:
     if mover is None:
         raise SandboxError(f"no row of {table} moves to a partition added to {topic}'s {partitions}",
                            "grow the topic of a table with more rows")
-    connector = settings.topology.sources[mutator.placement(table).captured.source].connector
+    connector = _connector_of(table, settings, mutator)
     topics.grow(bootstrap, settings.url("connect"), connector, topic, count)
     ends = end_offsets(bootstrap, [topic])[topic]
     change = mutator.update(table, mover.key, _values(args["set"]))

@@ -44,34 +44,32 @@ def test_at_least_five_scenarios_ship_and_all_load():
     assert len(set(names)) == len(names), "each scenario has a name of its own (its test id)"
 
 
+def loaded(tmp_path, text: str) -> scenario.Scenario:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text)
+    return scenario.load(path)
+
+
 def test_a_valid_scenario_becomes_steps_with_their_lines(tmp_path):
-    path = tmp_path / "ok.yaml"
-    path.write_text(GOOD)
-    spec = scenario.load(path)
+    spec = loaded(tmp_path, GOOD)
     assert [(s.kind, s.line) for s in spec.steps] == [("check", 4), ("update", 5), ("check", 6)]
     assert spec.labels == ["start", "end"]
 
 
 def test_a_rewind_has_its_check_note_where_the_binlog_ends(tmp_path):
-    path = tmp_path / "rewind.yaml"
-    path.write_text(DATES)
-    steps = scenario.load(path).steps
+    steps = loaded(tmp_path, DATES).steps
     assert [(s.kind, s.line) for s in steps][-2:] == [("rewind_connector", 7), ("check", 8)]
     assert steps[0].args["marks"] == ["date"] and "marks" not in steps[2].args
 
 
 def test_a_partitioned_table_gets_a_global_index_unless_the_scenario_names_one(tmp_path):
-    path = tmp_path / "moves.yaml"
-    path.write_text(GOOD.replace("steps:", "silver: {category: {partition_by: [catgroup]}}\nsteps:"))
-    spec = scenario.load(path)
+    spec = loaded(tmp_path, GOOD.replace("steps:", "silver: {category: {partition_by: [catgroup]}}\nsteps:"))
     assert spec.silver == {"category": {"partition_by": ["catgroup"], "index": "global_simple"}}
     assert scenario.pipeline_options(spec, spec.job)["table_settings"] == spec.silver
 
 
 def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
-    path = tmp_path / "outage.yaml"
-    path.write_text(OUTAGE)
-    assert [(s.kind, s.line) for s in scenario.load(path).steps][-2:] == [("registry_outage", 6), ("check", 7)]
+    assert [(s.kind, s.line) for s in loaded(tmp_path, OUTAGE).steps][-2:] == [("registry_outage", 6), ("check", 7)]
 
 
 @pytest.mark.parametrize("text, line, reason", [
