@@ -263,6 +263,8 @@ class Oracle:
         """Fold the changes into the expected state; returns the source position to wait for per table."""
         targets: dict[str, int] = {}
         removed: dict[str, dict[tuple, dict | None]] = {}  # the last values each key removed in this round had
+        written: dict[str, dict[tuple, dict | None]] = {}  # the row each key's last change in this round left
+        held: dict[str, dict[tuple, tuple]] = {}  # the rows last written before a drop: what silver holds of them
         for change in changes:
             if change.table not in self.shapes:
                 continue
@@ -276,6 +278,9 @@ class Oracle:
                 shape = self.shapes[change.table]
                 if change.values["column"] in shape.columns:
                     self.shapes[change.table] = replace(shape, dropped=shape.dropped | {change.values["column"]})
+                    rows = written.get(change.table, {})
+                    held.setdefault(change.table, {}).update(
+                        {key: shape.from_journal(row) for key, row in rows.items() if row is not None})
                 continue
             if change.kind == "truncate":
                 targets[change.table] = position_floor(change.position)
@@ -285,13 +290,29 @@ class Oracle:
                 targets[change.table] = position_floor(change.position)
                 if change.kind in ("delete", "update_key"):
                     removed.setdefault(change.table, {})[self._key(change.table, change.key)] = change.before
+                    written.setdefault(change.table, {})[self._key(change.table, change.key)] = None
                 for key in (change.key, change.new_key):
                     if key:
                         self.pending[change.table].add(self._key(change.table, key))
+                if change.kind != "delete":
+                    key = self._key(change.table, change.new_key or change.key)
+                    written.setdefault(change.table, {})[key] = change.values
+                    held.get(change.table, {}).pop(key, None)  # its event came after the drop: NULL there
         for table, keys in self.pending.items():
             if keys and table in targets:
                 self._refresh(table, keys, removed.get(table, {}))
+        for table, rows in held.items():
+            self._keep_dropped(table, rows)
         return targets
+
+    def _keep_dropped(self, table: str, rows: dict[tuple, tuple]) -> None:
+        """Rows last changed before a column was dropped hold, in silver, the value their last event gave it, which
+        the source no longer has: the expected state takes it from the journal."""
+        shape, state = self.shapes[table], self.states[table]
+        dropped = [i for i, column in enumerate(shape.columns) if column in shape.dropped]
+        for key, row in rows.items():
+            if key in state:
+                state[key] = tuple(row[i] if i in dropped else value for i, value in enumerate(state[key]))
 
     def _truncate(self, change: Change, removed: dict[tuple, dict | None]) -> None:
         """Every row the table held at the truncate becomes deleted with its values (the journal recorded them);
