@@ -52,6 +52,7 @@ from cdc_sandbox.schema import (
 )
 from cdc_sandbox.sources.mutations import added_column, random_value
 from cdc_sandbox.spark_jobs.failures import cause_line
+from cdc_sandbox.tickit_data.ddl import MYSQL
 from cdc_sandbox.tickit_data.schema import get_table
 
 FUZZ_KEY_BASE = {SMALLINT: 30_000, INT: 2_000_000_000, BIGINT: 2**62}  # above every TICKIT key
@@ -68,6 +69,15 @@ JOB_MODES = ({}, {"hard_deletes": True}, {"table_type": "MERGE_ON_READ", "compac
              {"table_type": "MERGE_ON_READ", "compaction_delta_commits": 2, "hard_deletes": True})
 CHANGE_WEIGHTS = {"insert": 3, "update": 5, "delete": 2, "update_key": 2, "burst": 1, "transaction": 1,
                   "add_column": 0.3}
+# What production does to a pipeline besides changing rows, each drawn now and then in place of a change: a TRUNCATE
+# (of tables small enough to be restored after the example), a source clock stepped back (binlog sources stamp
+# changes with it), a column widened or dropped by a migration, a registry that does not answer for one run
+# of the job, a binlog connector set back to an earlier position (a re-snapshot's old events after newer ones), and
+# a row's earlier event delivered again. (A topic's partitions are left alone: Kafka cannot take them back.)
+INCIDENT_WEIGHTS = {"truncate": 0.25, "skew": 0.3, "widen": 0.15, "drop": 0.15, "outage": 0.2, "rewind": 0.2,
+                    "redeliver": 0.3}
+TRUNCATED_ROWS_MAX = 1_000  # a larger table is not truncated: the example restores every row it held
+SKEWED_CLOCK = dt.datetime(2001, 9, 9, 1, 46, 40)
 # Control characters too, but not NUL, which Postgres text cannot hold.
 EDGE_TEXT = ["", " ", "e\u0301", "東京", "🎭", "'\";\\", "NULL", "a  b ", "tab\there", "two\nlines", "cr\r\n",
              "\x01\x1f\x7f", "\u200b\ufeff"]
@@ -160,8 +170,13 @@ class _Draw:
     sources: dict[str, str]  # the example's tables -> the source database each lives in
     schemas: dict[str, Table]
     continuous: bool
+    number: int = 1
+    small: frozenset[str] = frozenset()  # the tables few enough rows to truncate
     live: dict[str, set[tuple]] = field(default_factory=dict)
     added: dict[str, dict[str, Column]] = field(default_factory=dict)
+    checks: list[str] = field(default_factory=list)  # the labels of the example's checks so far
+    updated: dict[str, set[tuple]] = field(default_factory=dict)  # keys updated before the last check
+    updated_since: dict[str, set[tuple]] = field(default_factory=dict)  # ... and since
 
     def row(self, table: str, key: tuple) -> dict:
         schema = self.schemas[table]
@@ -182,7 +197,7 @@ class _Draw:
         one_micro_batch = self.rng.random() < 0.35
         steps = [{"pause": None}] if one_micro_batch else []
         for _ in range(self.rng.randint(1, 6)):
-            steps.append(self.step())
+            steps += self.incident(paused=one_micro_batch) or [self.step()]
             if self.continuous and not one_micro_batch and self.rng.random() < 0.1:
                 steps.append({"restart": None})
         if one_micro_batch:
@@ -190,6 +205,53 @@ class _Draw:
         elif not self.continuous and self.rng.random() < 0.5:
             steps.append({"run": None})
         return steps
+
+    def check(self, label: str) -> dict:
+        self.checks.append(label)
+        for table, keys in self.updated_since.items():
+            self.updated.setdefault(table, set()).update(keys)
+        self.updated_since = {}
+        return {"check": label}
+
+    def incident(self, paused: bool) -> list[dict]:
+        """Now and then, the steps of one of `INCIDENT_WEIGHTS` where the example allows it; else none."""
+        if self.rng.random() >= sum(INCIDENT_WEIGHTS.values()) / (sum(CHANGE_WEIGHTS.values()) + 1):
+            return []
+        kind = self.rng.choices(list(INCIDENT_WEIGHTS), weights=list(INCIDENT_WEIGHTS.values()))[0]
+        table = self.rng.choice(sorted(self.sources))
+        binlog = self.sources[table] == MYSQL
+        if kind == "truncate" and table in self.small:
+            self.live[table] = set()
+            return [{"truncate": {"table": table}}]
+        if kind == "skew" and binlog and self.live[table]:
+            return [{"source_clock": SKEWED_CLOCK}, self.change(table, "update"), {"source_clock": None}]
+        if kind in ("widen", "drop") and self.live[table]:
+            return self.migrate(table, widen=kind == "widen")
+        if kind == "outage" and not (self.continuous or paused):
+            return [self.change(table, "insert"), {"registry_outage": None}]
+        if kind == "rewind" and binlog and self.checks and not paused:
+            return [self.change(table, "insert"), {"rewind_connector": {"table": table, "to": self.checks[-1]}}]
+        live_updated = sorted(self.updated.get(table, set()) & self.live[table], key=str)
+        if kind == "redeliver" and live_updated:
+            return [{"redeliver": {"table": table, "key": self.key(table, self.rng.choice(live_updated))}}]
+        return []
+
+    def migrate(self, table: str, widen: bool) -> list[dict]:
+        """A column added, given a value (an integer's largest, then widened to bigint and given a larger one), and
+        dropped again. The column is the example's own and gone from the source after it: a column dropped and
+        added again later would hold values in silver that its source rows lost."""
+        key = self.key(table, self.live_key(table))
+        if not widen:
+            name = f"fuzz_gone_{self.number}"
+            return [{"add_column": {"table": table, "column": name, "type": "text"}},
+                    {"update": {"table": table, "key": key, "set": {name: "dropped next"}}},
+                    {"drop_column": {"table": table, "column": name}}]
+        name = f"fuzz_wide_{self.number}"
+        return [{"add_column": {"table": table, "column": name, "type": "int"}},
+                {"update": {"table": table, "key": key, "set": {name: INTEGER_RANGES[INT][1]}}},
+                {"alter_column": {"table": table, "column": name, "type": "bigint"}},
+                {"update": {"table": table, "key": key, "set": {name: INTEGER_RANGES[BIGINT][1]}}},
+                {"drop_column": {"table": table, "column": name}}]
 
     def step(self) -> dict:
         kind = self.rng.choices(list(CHANGE_WEIGHTS), weights=list(CHANGE_WEIGHTS.values()))[0]
@@ -237,6 +299,7 @@ class _Draw:
         columns = [c for c in schema.columns if c.name not in schema.primary_key]
         columns += list(self.added.get(table, {}).values())
         chosen = self.rng.sample(columns, k=min(len(columns), self.rng.randint(1, 3)))
+        self.updated_since.setdefault(table, set()).add(key)
         return {"update": {"table": table, "key": self.key(table, key),
                            "set": {c.name: fuzz_value(c, self.rng) for c in chosen}}}
 
@@ -246,14 +309,16 @@ def job_mode(seed: int) -> dict:
     return JOB_MODES[random.Random(f"{seed}:mode").randrange(len(JOB_MODES))]
 
 
-def draw_example(seed: int, number: int, sources: dict[str, str], schemas: dict[str, Table] | None = None) -> dict:
+def draw_example(seed: int, number: int, sources: dict[str, str], schemas: dict[str, Table] | None = None,
+                 small: frozenset[str] = frozenset()) -> dict:
     """Example `number` of the run with this seed, as a scenario (a dict in the file format). `sources` maps every
     table that may be chosen to the source database it lives in (a transaction stays in one); `schemas` gives their
-    columns and keys (TICKIT's by default)."""
+    columns and keys (TICKIT's by default); `small` names the tables an example may truncate."""
     rng = random.Random(f"{seed}:{number}")
     tables = sorted(rng.sample(sorted(sources), k=rng.randint(1, min(3, len(sources)))))
     schemas = schemas or {table: get_table(table) for table in tables}
-    draw = _Draw(rng, {t: sources[t] for t in tables}, {t: schemas[t] for t in tables}, continuous=rng.random() < 0.5)
+    draw = _Draw(rng, {t: sources[t] for t in tables}, {t: schemas[t] for t in tables}, continuous=rng.random() < 0.5,
+                 number=number, small=frozenset(small))
     given = {}
     for table in tables:
         keys = rng.sample(fuzz_keys(schemas[table]), k=rng.randint(1, 3))
@@ -264,7 +329,7 @@ def draw_example(seed: int, number: int, sources: dict[str, str], schemas: dict[
     for number_in_example in range(1, batches + 1):
         steps += draw.batch()
         if number_in_example == batches or rng.random() < 0.5:
-            steps.append({"check": f"batch {number_in_example}"})
+            steps.append(draw.check(f"batch {number_in_example}"))
     return {"name": f"fuzz seed {seed} example {number}",
             "description": f"Drawn by the fuzzer (seed {seed}, example {number}).",
             "tables": tables, "job": {**job_mode(seed), **({"continuous": True} if draw.continuous else {})},
@@ -358,13 +423,14 @@ class Fuzzer:
                                f"{pipeline.config.hard_deletes}", "create the pipeline with `fuzz.job_mode(seed)`")
         self.sources = {spec.table: mutator.placement(spec.table).dialect for spec in pipeline.config.tables}
         self.schemas = {table: mutator.placement(table).table for table in self.sources}
+        self.small = frozenset(t for t in self.sources if mutator.row_count(t) <= TRUNCATED_ROWS_MAX)
         self.examples = 0
 
     def run(self, budget: Budget) -> Failure | None:
         for number in itertools.count(1):
             if budget.spent(self.examples):
                 return None
-            raw = draw_example(self.seed, number, self.sources, self.schemas)
+            raw = draw_example(self.seed, number, self.sources, self.schemas, self.small)
             spec = write(raw, self.workdir / "example.yaml")
             rounds = self.oracle.rounds
             try:
@@ -377,19 +443,18 @@ class Fuzzer:
                      f"{self.oracle.rounds} rounds so far, {budget.describe(self.examples)}")
 
     def play(self, spec: scenarios.Scenario) -> None:
-        if spec.job.get("continuous"):
-            self.pipeline.start_continuous()
-        else:
+        """The example as `sandbox scenario run` plays it, on the run's one lake: only the history its rounds added
+        is verified, and then forgotten."""
+        if not spec.job.get("continuous"):
             self.pipeline.stop_continuous()
-        scenarios.give(spec, self.mutator)
-        self.oracle.track(spec.tables, label=f"{spec.name}: given")
-        for step in spec.steps:
-            scenarios.play(step, self.pipeline, self.mutator, self.oracle)
-        self.oracle.verify_and_forget(spec.tables)
+        scenarios.run(spec, self.pipeline, self.mutator, self.oracle,
+                      verify=lambda: self.oracle.verify_and_forget(spec.tables))
 
     def clear(self) -> None:
-        """Delete the rows examples left at their keys, through the source, and check that silver follows."""
-        if delete_rows(self.mutator, list(self.sources)):
+        """Delete the rows examples left at their keys, through the source, and check that silver follows (and
+        the rows the last example's truncates put back)."""
+        deleted = delete_rows(self.mutator, list(self.sources))
+        if deleted or self.mutator.journal.since(self.oracle.next_seq):
             self.oracle.round("examples' rows deleted")
 
 

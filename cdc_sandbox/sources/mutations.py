@@ -490,6 +490,12 @@ class Mutator:
                                "delete rows of the table, or reload TICKIT: `sandbox reset` then `sandbox up`")
         return free
 
+    def row_count(self, table: str) -> int:
+        p = self.placement(table)
+        with table_connection(self.settings, p) as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT COUNT(*) FROM {p.name}")
+            return cur.fetchone()[0]
+
     def rows(self, table: str) -> dict[tuple, dict]:
         """Every source row of the table, by key."""
         p = self.placement(table)

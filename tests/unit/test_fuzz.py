@@ -22,6 +22,7 @@ from cdc_sandbox.tickit_data.schema import get_table
 SOURCES = {"category": POSTGRES, "venue": POSTGRES, "event": POSTGRES, "user": POSTGRES,
            "date": MYSQL, "listing": MYSQL, "sale": MYSQL}
 SEEDS = range(60)
+SMALL = frozenset({"category", "venue", "date"})  # TICKIT's tables of at most `fuzz.TRUNCATED_ROWS_MAX` rows
 
 
 def changes(raw: dict):
@@ -76,6 +77,42 @@ def test_the_draws_cover_what_the_issue_of_fuzzing_asks_for():
     assert added == set(fuzz.ADDED_COLUMNS.values()) == {"text", "decimal", "bool", "date", "timestamp", "int"}
     assert any(len({args["table"] for c in step["transaction"] for args in c.values()}) > 1
                for raw in raws for step in raw["steps"] if "transaction" in step)
+
+
+def incidents(seeds) -> list[dict]:
+    return [fuzz.draw_example(seed, number, SOURCES, small=SMALL) for seed in seeds for number in (1, 2)]
+
+
+@pytest.mark.parametrize("raw", incidents(range(40)), ids=lambda raw: raw["name"])
+def test_examples_with_incidents_are_valid_scenario_files(raw, tmp_path):
+    fuzz.write(raw, tmp_path / "example.yaml")
+
+
+def test_the_draws_hold_every_kind_of_incident_where_the_example_allows_it():
+    raws = incidents(range(150))
+    kinds = {next(iter(step)) for raw in raws for step in raw["steps"]}
+    assert {"truncate", "source_clock", "alter_column", "drop_column", "registry_outage", "rewind_connector",
+            "redeliver"} <= kinds
+    for raw in raws:
+        for step in raw["steps"]:
+            (kind, args), = step.items()
+            if kind == "truncate":
+                assert args["table"] in SMALL
+            if kind == "rewind_connector":
+                assert SOURCES[args["table"]] == MYSQL
+            if kind == "registry_outage":
+                assert not raw["job"].get("continuous")
+    skewed = [raw["steps"][i + 1] for raw in raws for i, step in enumerate(raw["steps"])
+              if step.get("source_clock") is not None]
+    assert skewed and all(SOURCES[next(iter(step.values()))["table"]] == MYSQL for step in skewed)
+    migrated = [step["add_column"]["column"] for raw in raws for step in raw["steps"] if "add_column" in step
+                and step["add_column"]["column"].startswith(("fuzz_wide_", "fuzz_gone_"))]
+    dropped = [step["drop_column"]["column"] for raw in raws for step in raw["steps"] if "drop_column" in step]
+    assert migrated and sorted(migrated) == sorted(dropped), "a migrated column leaves the source as it came"
+
+
+def test_an_example_without_small_tables_truncates_nothing():
+    assert not any("truncate" in step for seed in range(150) for step in fuzz.draw_example(seed, 1, SOURCES)["steps"])
 
 
 def test_a_transaction_stays_in_one_source_database():
