@@ -10,8 +10,8 @@
 The two side runs write to logs under `reports/` shown after TICKIT's run: the outcome line, or the whole log if
 they failed. `python -m tests.full_suite [pytest args]` passes the arguments to TICKIT's run; arguments that name
 test paths run those alone there, and no projects' run.
-Once all are over, a fixed pure-Python loop is timed a few times and the median added to the summary: this
-machine's speed changes within minutes, and a run's time is read beside it.
+Once all are over, the summary notes how busy the machine's cores were meanwhile, and the median of a few timings of
+a fixed pure-Python loop: this machine's speed changes within minutes, and a run's time is read beside both.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import tomllib
 
 from tests import PROJECT_ROOT
@@ -118,16 +119,35 @@ def note_machine_speed(summary: Path, samples: list[float]) -> str:
     return line
 
 
+def busy_seconds() -> float:
+    """CPU seconds this machine's cores have spent on anything but idling, since it started."""
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
+
+
+def note_cpu(summary: Path, busy: float, wall: float) -> str:
+    """How much of the machine the runs kept busy: the figure that says whether the suite is bound by its CPU."""
+    cores = psutil.cpu_count()
+    line = (f"machine CPU while the runs ran: {busy:,.0f} of {wall * cores:,.0f} core-seconds busy "
+            f"({busy / (wall * cores):.0%} of {cores} cores over {wall:,.0f} s)")
+    with summary.open("a") as out:
+        out.write(line + "\n")
+    return line
+
+
 def main(extra: list[str]) -> int:
     REPORTS.mkdir(exist_ok=True)
+    busy_before, started = busy_seconds(), time.monotonic()
     lanes = not names_paths(extra)
     side = [UNIT, PROJECTS] if lanes else [UNIT]
     runs = [run.start() for run in side]
     env = lock_while(runs[1]) if lanes else None
     end_to_end = pytest([*end_to_end_run(lanes), *extra], env=env).wait()
     exits = [run.wait() for run in runs]
+    cpu = note_cpu(SUMMARY, busy_seconds() - busy_before, time.monotonic() - started)
     for run, code in zip(side, exits):
         run.report(code)
+    print(cpu)
     print(note_machine_speed(SUMMARY, machine_speed()))
     return end_to_end or next((code for code in exits if code), 0)
 
