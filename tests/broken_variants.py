@@ -208,6 +208,17 @@ def ignores_truncates(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(cdc_hudi_job, "write_silver", write_silver)
 
 
+def defaults_not_backfilled(patch: pytest.MonkeyPatch) -> None:
+    """Runs the job without `backfill_defaults` (as a job that writes what events carry and nothing else): a column
+    the source adds with a DEFAULT is NULL in every row silver held before, which the source gave the default."""
+    original = cdc_hudi_job.write_silver
+
+    def write_silver(spark, config, spec, changes, batch_id):
+        return original(spark, replace(config, backfill_defaults=False), spec, changes, batch_id)
+
+    patch.setattr(cdc_hudi_job, "write_silver", write_silver)
+
+
 def decimals_through_double(patch: pytest.MonkeyPatch) -> None:
     """Passes decimals through a double and back to their own type (arithmetic "in floating point, then rounded"):
     the types stay right, and a value wider than a double's 15-17 digits loses its last ones."""
@@ -344,7 +355,7 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "wall-clock-round-trip": wall_clock_round_trip, "placeholders-as-values": placeholders_as_values,
             "first-types-kept": first_types_kept, "merge-by-arrival-time": merge_by_arrival_time,
             "binary-as-text": binary_as_text, "partial-record-key": partial_record_key,
-            "hard-deletes-everywhere": hard_deletes_everywhere}
+            "hard-deletes-everywhere": hard_deletes_everywhere, "defaults-not-backfilled": defaults_not_backfilled}
 
 
 def _has_column(*kinds: str):

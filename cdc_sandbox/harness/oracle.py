@@ -108,6 +108,9 @@ class Oracle:
         self.truncated: dict[str, set[tuple]] = {}  # table -> the deleted keys a truncate deleted
         self.widenings: dict[str, list] = {}  # table -> columns a later step widens (`expect_widening`)
         self.pending: dict[str, set[tuple]] = {}  # table -> keys changed since its last round, read from the source
+        # table -> {column: default} of columns added with a DEFAULT since the table's last change event: the job
+        # can learn of a column only from an event carrying it
+        self.unfilled: dict[str, dict[str, object]] = {}
         self.settled: dict[str, set[tuple]] = {}  # table -> keys changed since then whose state is known already
         self.recorded: dict[str, list[Recorded]] = {}
         self.next_seq = mutator.journal.next_seq()
@@ -288,6 +291,8 @@ class Oracle:
                 continue
             if change.debezium_ops:
                 targets[change.table] = position_floor(change.position)
+                if change.table in self.unfilled:
+                    self._fill_defaults(change.table, self.unfilled.pop(change.table))
                 if change.kind in ("delete", "update_key"):
                     removed.setdefault(change.table, {})[self._key(change.table, change.key)] = change.before
                     written.setdefault(change.table, {})[self._key(change.table, change.key)] = None
@@ -396,6 +401,8 @@ class Oracle:
     def _add_column(self, change: Change) -> None:
         shape = self.shapes[change.table]
         name, logical = change.values["column"], change.values["type"]
+        if change.values.get("default") is not None:
+            self.unfilled.setdefault(change.table, {})[name] = change.values["default"]
         if name in shape.columns:  # added again after a drop: existing rows keep what silver holds
             self.shapes[change.table] = replace(shape, dropped=shape.dropped - {name})
             return
@@ -405,6 +412,16 @@ class Oracle:
                                             widened=shape.widened + wide)
         self.states[change.table] = {k: (*row, None) for k, row in self.states[change.table].items()}
         self.deleted[change.table] = {k: (*row, None) for k, row in self.deleted[change.table].items()}
+
+    def _fill_defaults(self, table: str, defaults: dict[str, object]) -> None:
+        """The source's rows took these columns' defaults when they were added; silver's take them with the first
+        event that carries the columns, in the same commit: every live row changes there."""
+        shape, state = self.shapes[table], self.states[table]
+        typed = shape.from_journal(defaults)
+        filled = {i: typed[i] for i, column in enumerate(shape.columns) if column in defaults}
+        for key, row in state.items():
+            state[key] = tuple(filled.get(i, value) for i, value in enumerate(row))
+        self.settled[table] |= set(state)
 
     def _alter_column(self, change: Change) -> None:
         """The column takes its new type; the values rows hold are the same values in it (a widening). Commits

@@ -436,7 +436,7 @@ class _Validator:
                     "add_column": ["column", "type"], "drop_column": ["column"], "alter_column": ["column", "type"],
                     "truncate": [],
                     "grow_topic": ["set"], "redeliver": ["key"]}[kind]
-        allowed = {"table", *required}
+        allowed = {"table", *required, *(["default"] if kind == "add_column" else [])}
         for key in args:
             if key not in allowed:
                 self.fail(args, f"{kind} takes {', '.join(sorted(allowed))}, not {key!r}", key)
@@ -663,9 +663,11 @@ def _truncated_tables(scenario: Scenario) -> list[str]:
 
 def give(scenario: Scenario, mutator: Mutator) -> None:
     """Make the source hold exactly the given rows, and none under the keys the steps insert or move rows to
-    (a rerun starts from the same state; rows under other keys are left alone). A column the steps retype is dropped
-    first: an earlier run left it with its new type, and the steps add it again with its first."""
-    for table, column in sorted({(c.args["table"], c.args["column"]) for c in _alterations(scenario)}):
+    (a rerun starts from the same state; rows under other keys are left alone). A column the steps retype or add with
+    a default is dropped first: an earlier run left it with its new type or its rows holding the default, and the
+    steps add it again."""
+    readded = [c for c in _changes(scenario) if c.kind == "add_column" and c.args.get("default") is not None]
+    for table, column in sorted({(c.args["table"], c.args["column"]) for c in [*_alterations(scenario), *readded]}):
         mutator.drop_column(table, column)
     for table, key in _claimed_keys(scenario):
         if mutator.read_row(table, key) is not None:
@@ -804,7 +806,7 @@ def _change(mutator: Mutator, kind: str, args: dict) -> None:
     elif kind == "update_key":
         mutator.update_key(table, args["key"], args["new_key"])
     elif kind == "add_column":
-        mutator.add_column(table, args["column"], args["type"])
+        mutator.add_column(table, args["column"], args["type"], _values(args).get("default"))
     elif kind == "drop_column":
         mutator.drop_column(table, args["column"])
     elif kind == "alter_column":

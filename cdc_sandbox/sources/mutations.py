@@ -226,11 +226,16 @@ class Mutator:
         sql = f"UPDATE {p.name} SET {sets} WHERE {where}"
         return self._apply(p, "update_key", key, sql, (*new_key.values(), *params), new_key=new_key)
 
-    def add_column(self, table: str, column: str, logical_type: str) -> Change:
+    def add_column(self, table: str, column: str, logical_type: str, default=None) -> Change:
+        """Add a nullable column; with a `default`, the rows the table holds take it, without a change event."""
         p = self.placement(table)
         sql_type = _sql_type(p.dialect, logical_type)
-        sql = _add_column_sql(p, column, sql_type, present=p.dialect == MYSQL and self._has_column(p, column))
-        return self._apply(p, "add_column", {}, sql, (), added={"column": column, "type": logical_type})
+        present = p.dialect == MYSQL and self._has_column(p, column)
+        sql = _add_column_sql(p, column, sql_type, present, _default_clause(p.dialect, default))
+        added = {"column": column, "type": logical_type}
+        if default is not None:
+            added["default"] = default if isinstance(default, (str, bool, int)) else _json_value(default)
+        return self._apply(p, "add_column", {}, sql, (), added=added)
 
     def drop_column(self, table: str, column: str) -> Change:
         """Drop a column (not a key column) from the source table; silver keeps it, NULL in rows written after."""
@@ -558,16 +563,34 @@ def _set_session_clock(cur, dialect: str, at: dt.datetime | None) -> None:
         cur.execute("SET TIMESTAMP = %s", (at.replace(tzinfo=dt.timezone.utc).timestamp(),))
 
 
-def _add_column_sql(p: Placement, column: str, sql_type: str, present: bool = False) -> str:
-    """The statement adding the column, which does nothing where it is `present` already."""
+def _add_column_sql(p: Placement, column: str, sql_type: str, present: bool = False, default: str = "") -> str:
+    """The statement adding the column, which does nothing where it is `present` already; `default` is its
+    DEFAULT clause (`_default_clause`)."""
     name = quote(p.dialect, column)
     if p.dialect == SQLSERVER:  # the column and its new capture instance in one batch, as Debezium advises
         return (f"IF COL_LENGTH(N'{p.name}', N'{column}') IS NULL\nBEGIN\n"
-                f"ALTER TABLE {p.name} ADD {name} {sql_type} NULL;\n"
+                f"ALTER TABLE {p.name} ADD {name} {sql_type} NULL{default};\n"
                 f"{refresh_capture_instance_batch(p.captured.namespace, p.table.name)}\nEND")
     if p.dialect == MYSQL:  # MySQL 8.0 has no ADD COLUMN IF NOT EXISTS (MariaDB has): the caller looks first
-        return "DO 0" if present else f"ALTER TABLE {p.name} ADD COLUMN {name} {sql_type} NULL"
-    return f"ALTER TABLE {p.name} ADD COLUMN IF NOT EXISTS {name} {sql_type} NULL"
+        return "DO 0" if present else f"ALTER TABLE {p.name} ADD COLUMN {name} {sql_type} NULL{default}"
+    return f"ALTER TABLE {p.name} ADD COLUMN IF NOT EXISTS {name} {sql_type} NULL{default}"
+
+
+def _default_clause(dialect: str, value) -> str:
+    """` DEFAULT <value>` as the dialect writes the literal (the rows a table holds take it: on SQL Server only
+    `WITH VALUES` says so), or "" for no default."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        literal = ("TRUE" if value else "FALSE") if dialect == POSTGRES else str(int(value))
+    elif isinstance(value, (int, float, Decimal)):
+        literal = str(value)
+    else:
+        text = value.isoformat(sep=" ") if isinstance(value, dt.datetime) else str(value)
+        if dialect == MYSQL:  # a backslash escapes in MySQL's string literals
+            text = text.replace("\\", "\\\\")
+        literal = "'" + text.replace("'", "''") + "'"
+    return f" DEFAULT {literal} WITH VALUES" if dialect == SQLSERVER else f" DEFAULT {literal}"
 
 
 def _alter_column_sql(p: Placement, column: str, sql_type: str) -> str:

@@ -36,6 +36,15 @@ def semantic_types(schema_json: str) -> dict[str, str]:
     return found
 
 
+def column_defaults(schema_json: str) -> dict[str, object]:
+    """Field name -> its default, for the fields of a value schema whose default is not null: Debezium gives a
+    column's DEFAULT to its field (the union then lists the type before null), which is what the rows a table held
+    took when the column was added."""
+    schema = json.loads(schema_json)
+    fields = schema.get("fields", []) if isinstance(schema, dict) else []
+    return {field["name"]: field["default"] for field in fields if field.get("default") is not None}
+
+
 # The fields of Debezium's unflattened change event: what the connectors send for a truncate, which has no row to
 # flatten. The job reads its schema (`is_envelope`), the harness its decoded value (`cdc_sandbox/sources/changes.py`).
 ENVELOPE_FIELDS = frozenset({"op", "source", "before", "after"})

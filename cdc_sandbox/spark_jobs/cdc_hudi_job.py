@@ -9,8 +9,10 @@ Run as `spark-submit cdc_sandbox/spark_jobs/cdc_hudi_job.py --config job.json --
   (Postgres LSN; binlog file, offset and row; SQL Server LSNs: `decode.source_position`), so the later of two
   changes in one millisecond wins. Deletes stay as soft deletes (`__op='d'`, `__deleted='true'`) unless
   `hard_deletes`; a truncate deletes every row live before it the same way (`__op='t'`), unless `ignore_truncates`.
-  A column dropped in the source stays, NULL in rows written after the drop. A value an event leaves out (an unchanged
-  TOASTed value's placeholder; the columns of a key-only delete) is the key's previous one (`images.py`).
+  A column dropped in the source stays, NULL in rows written after the drop. A column the source adds with a
+  DEFAULT holds it in the rows silver held before, as the source's rows do (`backfill_defaults`). A value an event
+  leaves out (an unchanged TOASTed value's placeholder; the columns of a key-only delete) is the key's previous one
+  (`images.py`).
   Each commit records the highest source position it holds, as plain digits, in its metadata
   (`sandbox.max_source_position`): the harness reads it from there (`cdc_sandbox/harness/timeline.py`), so the key and its
   format are a contract between the two.
@@ -39,23 +41,24 @@ if __package__ in (None, ""):  # run as a plain file by spark-submit
 
 import pyspark  # noqa: E402
 from pyspark import inheritable_thread_target  # noqa: E402
-from pyspark.sql import DataFrame, SparkSession, Window, functions as F  # noqa: E402
+from pyspark.sql import Column, DataFrame, SparkSession, Window, functions as F  # noqa: E402
 from pyspark.sql.types import StructType  # noqa: E402
 
 from cdc_sandbox.spark_jobs import images, queries  # noqa: E402
-from cdc_sandbox.spark_jobs.decode import SchemaCache, decode, schema_pairs, source_position  # noqa: E402
+from cdc_sandbox.spark_jobs.decode import SchemaCache, decode, default_of, schema_pairs, source_position  # noqa: E402
 from cdc_sandbox.spark_jobs.failures import cause_line  # noqa: E402
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
 from cdc_sandbox.spark_jobs.session import spark_session  # noqa: E402
 
 COMMIT_META_PREFIX = "sandbox."  # of the commit metadata keys the harness reads (`cdc_sandbox/harness/timeline.py`)
 BUCKETS_KEY = f"{COMMIT_META_PREFIX}buckets"  # the bucket count a commit was written with
+COLUMNS_KEY = f"{COMMIT_META_PREFIX}source_columns"  # the source columns its events carried (`backfilled`)
 STAMPED_WRITE_SUPPORT = "dev.cdcsandbox.hudi.SparkStampedAvroWriteSupport"
 SPARK_VERSION_PROPERTY = "sandbox.parquet.spark.version"  # read by STAMPED_WRITE_SUPPORT
 TRUNCATE = "t"  # Debezium's operation code of a truncate
 STOP_GRACE_SECONDS = 300  # a stop waits this long for the running micro-batch: enough for one holding a full load
 TRUNCATE_COORDINATES = ("_kafka_partition", "_kafka_offset", "_kafka_timestamp")  # of the rows a truncate deletes
-RECORD_LOOK_BACK = 5  # commits searched for BUCKETS_KEY (a compaction's commit has none)
+RECORD_LOOK_BACK = 5  # commits searched for a key the job records (a compaction's commit has none)
 UPSERT_THREADS = 4
 SMALL_BATCH_EVENTS = 10_000
 # Bronze is appended with the committer that moves each task's files into place as the task commits, and without a
@@ -179,6 +182,7 @@ def latest_per_key(rows: DataFrame, spec: TableSpec) -> DataFrame:
 def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, changes: DataFrame, batch_id: int) -> dict:
     watch = Stopwatch()
     with watch.phase("prepare"):
+        defaults = {f.name: default_of(f) for f in changes.schema.fields if default_of(f) is not None}
         positioned = source_position(changes, spec.position)
         truncate = F.col("__op") == F.lit(TRUNCATE) if "__op" in positioned.columns else F.lit(False)
         key_only_deletes = config.key_only_deletes_of(spec)
@@ -187,12 +191,14 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
         extent = positioned.agg(F.max("_source_position").alias("position"), F.max("timestamp").alias("kafka"),
                                 F.count(F.lit(1)).alias("changes"),
                                 F.max(F.when(truncate, F.col("_source_position"))).alias("truncated_at"),
-                                F.max(images.any_left_out(positioned, spec, key_only_deletes)).alias("left_out")
+                                F.max(images.any_left_out(positioned, spec, key_only_deletes)).alias("left_out"),
+                                F.max_by("_schema_id", F.when(~truncate, F.col("_source_position"))).alias("schema")
                                 ).first()
         # A decimal(38,0) position (binlog, SQL Server) arrives as a Decimal; as an int it goes into the commit
         # metadata as plain digits and into the batch summary as a number.
         reached = None if extent["position"] is None else int(extent["position"])
         count = extent["changes"]
+        carried = source_columns(changes, extent["schema"])
         # A batch whose only events of the table are truncates has none of its columns.
         changed = all(k in positioned.columns for k in spec.key)
         if changed and extent["left_out"]:
@@ -202,6 +208,8 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
         truncated_at = None if config.ignore_truncates else extent["truncated_at"]
         if truncated_at is not None:
             rows = truncated(spark, config, spec, rows, kafka_named(positioned.filter(truncate)), truncated_at)
+        if rows is not None and defaults and config.backfill_defaults:
+            rows = backfilled(spark, config, spec, rows, defaults)
         if config.hard_deletes_of(spec) and rows is not None:
             rows = rows.withColumn("_hoodie_is_deleted", F.col("__deleted") == F.lit("true"))
     if not count or rows is None:  # nothing, or a truncate of a table silver does not hold yet
@@ -210,13 +218,17 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
         check_layout(spark, config.silver_path(spec.table), config.buckets_of(spec), config.buckets)
     with watch.phase("upsert"):
         try:
-            rows.write.format("hudi").options(**hudi_options(config, spec, reached, batch_id)) \
-                .mode("append").save(config.silver_path(spec.table))
+            options = hudi_options(config, spec, reached, batch_id)
+            if carried:  # a batch of truncates alone carries no column
+                options[COLUMNS_KEY] = ",".join(sorted(carried))
+            rows.write.format("hudi").options(**options).mode("append").save(config.silver_path(spec.table))
         except Exception as exc:
             if "SchemaBackwardsCompatibilityException" in str(exc):
                 stored = queries.snapshot(spark, config.silver_path(spec.table)).schema
                 raise ColumnTypeRefused(spec.table, retyped_columns(stored, rows.schema)) from exc
             raise
+    if carried:
+        _CARRIED[config.silver_path(spec.table)] = carried
     if not config.metastore_uri:  # with a metastore, Hudi's Hive sync registered it as part of the upsert
         with watch.phase("register"):
             register(spark, config, spec.table)
@@ -278,6 +290,46 @@ def truncated(spark: SparkSession, config: JobConfig, spec: TableSpec, rows: Dat
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts) if parts else None
 
 
+_CARRIED: dict[str, frozenset[str]] = {}  # silver table -> the source columns its latest commit's events carried
+
+
+def source_columns(changes: DataFrame, schema_id: int | None) -> frozenset[str]:
+    """The source's columns that events of this schema version carry (`decode`'s column metadata). The batch's
+    latest change is the one to ask: a column dropped and added again brings back an earlier version's id."""
+    return frozenset(f.name for f in changes.schema.fields if schema_id in f.metadata.get("schema_ids", []))
+
+
+def carried_before(spark: SparkSession, path: str) -> frozenset[str] | None:
+    """The source columns the table's latest commit recorded (None when it has none: a new table, or one an earlier
+    version of the job wrote)."""
+    if path not in _CARRIED:
+        table, fs = hadoop_path(spark, path)
+        value = recorded(spark, fs, path, COLUMNS_KEY) if fs.exists(table) else None
+        if value is None:
+            return None
+        _CARRIED[path] = frozenset(value.split(","))
+    return _CARRIED[path]
+
+
+def backfilled(spark: SparkSession, config: JobConfig, spec: TableSpec, rows: DataFrame,
+               defaults: dict[str, Column]) -> DataFrame:
+    """The batch's rows and, for each column added with a DEFAULT (`defaults`) that the events of silver's latest
+    commit did not carry, every live row of silver the batch leaves alone given the default at its own source
+    position: the source's rows took it without an event. (A table whose commits do not record their columns is
+    filled where silver lacks the column.)"""
+    path = config.silver_path(spec.table)
+    before = carried_before(spark, path)
+    stored = live_silver_rows(spark, path) if before is None or set(defaults) - before else None
+    if stored is None:
+        return rows
+    held = stored.columns if before is None else before
+    new = {name: value for name, value in defaults.items() if name not in held}
+    if not new:
+        return rows
+    untouched = stored.join(rows.select(*spec.key), list(spec.key), "left_anti").withColumns(new)
+    return rows.unionByName(untouched, allowMissingColumns=True)
+
+
 def live_silver_rows(spark: SparkSession, path: str) -> DataFrame | None:
     """The live rows of a silver table in its own columns (no Hudi metadata), or None if it has no commit yet."""
     timeline, fs = hadoop_path(spark, f"{path}/.hoodie")
@@ -314,6 +366,12 @@ def check_layout(spark: SparkSession, path: str, buckets: int, default_buckets: 
 
 def recorded_buckets(spark: SparkSession, fs, path: str) -> int | None:
     """The bucket count the table's latest commits recorded (None if none of them did)."""
+    value = recorded(spark, fs, path, BUCKETS_KEY)
+    return None if value is None else int(value)
+
+
+def recorded(spark: SparkSession, fs, path: str, key: str) -> str | None:
+    """The value of one of the job's commit metadata keys in the table's latest commit that holds it, or None."""
     timeline = spark._jvm.org.apache.hadoop.fs.Path(f"{path}/.hoodie/timeline")
     if not fs.exists(timeline):
         return None
@@ -322,9 +380,9 @@ def recorded_buckets(spark: SparkSession, fs, path: str) -> int | None:
     completed = [name for name in names if "_" in name and name.rsplit(".", 1)[-1] in ("commit", "deltacommit")]
     for name in completed[:RECORD_LOOK_BACK]:
         row = spark.read.format("avro").load(f"{path}/.hoodie/timeline/{name}").select("extraMetadata").first()
-        value = (row["extraMetadata"] or {}).get(BUCKETS_KEY) if row else None
-        if value:
-            return int(value)
+        value = (row["extraMetadata"] or {}).get(key) if row else None
+        if value is not None:
+            return value
     return None
 
 

@@ -15,11 +15,22 @@ from functools import reduce
 import requests
 from pyspark.sql import Column, DataFrame, functions as F
 from pyspark.sql.avro.functions import from_avro
-from pyspark.sql.types import IntegerType, LongType, StringType, StructType
+from pyspark.sql.types import (
+    BooleanType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from cdc_sandbox.spark_jobs.avro_schema import (
     VARIABLE_SCALE_DECIMAL,
     ZONED_TIMESTAMP,
+    column_defaults,
     epoch_fields,
     is_envelope,
     semantic_types,
@@ -27,6 +38,7 @@ from cdc_sandbox.spark_jobs.avro_schema import (
 from cdc_sandbox.spark_jobs.job_config import REGISTRY_RETRY_PAUSES
 
 KAFKA_COLUMNS = ["topic", "partition", "offset", "timestamp"]
+LITERAL_DEFAULTS = (StringType, IntegerType, LongType, ShortType, BooleanType, DoubleType, FloatType)
 # The source fields a flattened event carries as `__<name>` that make up its position (`source_position`).
 POSITION_FIELDS = ("lsn", "file", "pos", "row", "commit_lsn", "change_lsn", "event_serial_no")
 # Binlog and SQL Server positions are integers of up to 38 digits. The harness folds them on its own
@@ -185,15 +197,64 @@ def _read(decoded: DataFrame, record: str) -> Column:
 def _merged(records: DataFrame, known: list[tuple[int, str]]) -> DataFrame:
     """The decoded records as columns: a column any version has, in the order the versions add them, holds the
     value from the row's own version (Spark widens a type that changed between versions). A Debezium envelope (a
-    truncate, which the connectors leave unflattened) gives its operation and source position only."""
+    truncate, which the connectors leave unflattened) gives its operation and source position only.
+
+    A column added with a DEFAULT (`column_defaults`) holds it in the live rows of the versions before it, as the
+    source rows took it then, and carries it in its metadata (`default_of`) for the rows silver holds. A source column's
+    metadata names the schema versions that have it (`schema_ids`)."""
     columns: dict[str, list[Column]] = {}
+    present: dict[str, set[int]] = {}
+    defaults: dict[str, dict] = {}
     for schema_id, schema in known:
         fields = records.schema[_record_column(schema_id)].dataType
-        flatten = _envelope_fields if is_envelope(schema) else _typed_fields
-        for name, value in flatten(fields, schema, _record_column(schema_id)).items():
+        envelope = is_envelope(schema)
+        for name, value in (_envelope_fields if envelope else _typed_fields)(fields, schema,
+                                                                             _record_column(schema_id)).items():
             columns.setdefault(name, []).append(value)
+            present.setdefault(name, set()).add(schema_id)
+        if not envelope:
+            defaults |= _defaults(fields, schema)  # a later version's wins
+    row_versions = [schema_id for schema_id, schema in known if not is_envelope(schema)]
+    # A row deleted before the column was added keeps what its delete carried.
+    live = F.coalesce(F.coalesce(*columns["__deleted"]) != F.lit("true"), F.lit(True)) if "__deleted" in columns \
+        else F.lit(True)
+    for name, default in defaults.items():
+        lacking = [schema_id for schema_id in row_versions if schema_id not in present[name]]
+        if lacking:
+            columns[name].append(F.when(F.col("_schema_id").isin(lacking) & live, _default_value(default)))
     return records.select(*KAFKA_COLUMNS, "_schema_id", *[
-        (values[0] if len(values) == 1 else F.coalesce(*values)).alias(name) for name, values in columns.items()])
+        (values[0] if len(values) == 1 else F.coalesce(*values)).alias(name, metadata=defaults.get(name, {}) | (
+            {} if name.startswith("__") else {"schema_ids": sorted(present[name])}))
+        for name, values in columns.items()])
+
+
+def _defaults(fields: StructType, schema_json: str) -> dict[str, dict]:
+    """Column name -> what `_default_value` makes its default from, for the defaults a literal gives: a decimal's
+    (Avro bytes) and any other kind are left out, and Debezium's own `__` fields."""
+    units, semantic = epoch_fields(schema_json), semantic_types(schema_json)
+    found = {}
+    for name, default in column_defaults(schema_json).items():
+        if name.startswith("__") or name not in fields.fieldNames() or isinstance(default, (dict, list)):
+            continue
+        kind = fields[name].dataType
+        if name in units and isinstance(kind, (IntegerType, LongType)):
+            found[name] = {"source_default": default, "epoch_unit": units[name]}
+        elif semantic.get(name) == ZONED_TIMESTAMP:
+            found[name] = {"source_default": default, "cast": "timestamp"}
+        elif isinstance(kind, LITERAL_DEFAULTS):
+            found[name] = {"source_default": default, "cast": kind.simpleString()}
+    return found
+
+
+def _default_value(default: dict) -> Column:
+    if "epoch_unit" in default:
+        return _from_epoch(str(int(default["source_default"])), default["epoch_unit"])
+    return F.lit(default["source_default"]).cast(default["cast"])
+
+
+def default_of(field: StructField) -> Column | None:
+    """The value a decoded column's source rows took when it was added with a DEFAULT, or None."""
+    return _default_value(field.metadata) if "source_default" in field.metadata else None
 
 
 def _typed_fields(fields: StructType, schema_json: str, record: str | None = None) -> dict[str, Column]:

@@ -16,6 +16,9 @@ A JSON file (`--config`) holds:
   ignore_truncates                         leave a table's rows in silver when its source table is truncated
                                            (default false: a truncate deletes every row live before it); the
                                            batch summary names each truncate ignored
+  backfill_defaults                        when the source adds a column with a DEFAULT, which the rows it held take
+                                           without a change event, give it to silver's rows too (a rewrite of the
+                                           table's live rows, once); default true
   trigger_seconds                          micro-batch interval of --continuous
   session_zone                             the Spark session's time zone (default UTC), as the team's cluster sets
                                            it: silver must hold the same instants in any zone
@@ -106,6 +109,7 @@ class JobConfig:
     hard_deletes: bool = False
     key_only_deletes: bool = False
     ignore_truncates: bool = False
+    backfill_defaults: bool = True
     trigger_seconds: float = 2.0
     session_zone: str = "UTC"
     retain_commits: int | None = None

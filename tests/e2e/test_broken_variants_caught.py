@@ -64,6 +64,9 @@ CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the failure it mu
     "first-types-kept": ("column-widened-mid-stream.yaml", tuple(Catch(check, table, "visits")
                                                              for table in ("category", "date")
                                                              for check in ("types", "snapshot"))),
+    # The rows the batch leaves alone keep NULL in the added column, where the source gave them its default.
+    "defaults-not-backfilled": ("column-added-with-default.yaml", (Catch("snapshot", "category", "region"),
+                                                                   Catch("snapshot", "date", "priority"))),
     "ignores-truncates": ("truncate-mid-stream.yaml", tuple(Catch(check, table) for table in ("category", "date")
                                                             for check in ("snapshot", "deletes", "behind"))),
 }

@@ -1,7 +1,12 @@
-"""The harness's model of truncates and dropped columns: how a truncate event is read, what the oracle expects after
-a truncate or a drop, and the one-line cause of a failure."""
+"""The harness's model of truncates and of columns dropped or added with a default: how a truncate event is read,
+what the oracle expects after a truncate or a drop, how a default is written and read, and the one-line cause of a
+failure."""
 
 from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
 
 import pytest
 
@@ -10,9 +15,10 @@ from cdc_sandbox.harness.oracle import Oracle
 from cdc_sandbox.harness.silver import Shape
 from cdc_sandbox.harness.verdict import deleted_row_problems
 from cdc_sandbox.sources.changes import flattened
-from cdc_sandbox.sources.mutations import Change
-from cdc_sandbox.spark_jobs.avro_schema import is_envelope
+from cdc_sandbox.sources.mutations import Change, _default_clause
+from cdc_sandbox.spark_jobs.avro_schema import column_defaults, is_envelope
 from cdc_sandbox.spark_jobs.failures import cause_line
+from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER
 from cdc_sandbox.tickit_data.schema import get_table
 
 CATEGORY = Shape(get_table("category"))
@@ -101,15 +107,51 @@ def test_a_scenario_may_run_under_several_jobs_and_drop_what_it_added(tmp_path):
     assert [step.kind for step in loaded.steps][-3:] == ["drop_column", "truncate", "check"]
 
 
+def test_a_column_may_be_added_with_a_default_and_a_rerun_drops_it_first(tmp_path):
+    path = tmp_path / "ok.yaml"
+    path.write_text(GOOD.replace("type: text}", "type: text, default: \"it's\"}"))
+    loaded = scenario.load(path)
+    added = next(step for step in loaded.steps if step.kind == "add_column")
+    assert added.args["default"] == "it's"
+
+    class Recording:
+        def __getattr__(self, name):
+            return lambda *args: calls.append((name, *args))
+
+    calls = []
+    scenario.give(loaded, Recording())
+    assert calls == [("drop_column", "category", "note")]
+
+
+@pytest.mark.parametrize("dialect, value, clause", [
+    (POSTGRES, "it's", " DEFAULT 'it''s'"), (MYSQL, "a\\b", " DEFAULT 'a\\\\b'"), (POSTGRES, True, " DEFAULT TRUE"),
+    (MYSQL, False, " DEFAULT 0"), (SQLSERVER, 7, " DEFAULT 7 WITH VALUES"), (MYSQL, Decimal("1.50"), " DEFAULT 1.50"),
+    (POSTGRES, dt.date(2008, 1, 2), " DEFAULT '2008-01-02'"), (POSTGRES, None, "")])
+def test_a_default_is_written_as_each_dialect_reads_its_literals(dialect, value, clause):
+    assert _default_clause(dialect, value) == clause
+
+
+def test_the_job_reads_a_columns_default_from_debeziums_avro_field():
+    schema = json.dumps({"type": "record", "name": "Value", "fields": [
+        {"name": "catid", "type": "int"},
+        {"name": "catdesc", "type": ["null", "string"], "default": None},
+        {"name": "region", "type": [{"type": "string", "connect.default": "EMEA"}, "null"], "default": "EMEA"},
+        {"name": "priority", "type": [{"type": "int", "connect.default": 3}, "null"], "default": 3}]})
+    assert column_defaults(schema) == {"region": "EMEA", "priority": 3}
+
+
 @pytest.mark.parametrize("text, reason", [
     (GOOD.replace("column: note}", "column: catdesc}"), "drop_column drops a column an earlier add_column"),
+    (GOOD.replace("  - truncate: {table: category}", "  - drop_column: {table: category, column: note, default: x}"),
+     "drop_column takes column, table, not 'default'"),
     (GOOD.replace("  - check: {label: end", "  - update: {table: category, key: {catid: 1}, set: {note: y}}\n"
                                             "  - check: {label: end"), "category has no column 'note'"),
     (GOOD.replace("  - truncate: {table: category}", "  - transaction: [truncate: {table: category}]"),
      "a transaction holds changes only, and no truncate"),
     (GOOD.replace("job: [{continuous: true, table_type: MERGE_ON_READ}, {hard_deletes: true}]", "job: []"),
      "job is a mapping of job options, or a non-empty list"),
-], ids=["drops a TICKIT column", "sets a dropped column", "truncates in a transaction", "no job"])
+], ids=["drops a TICKIT column", "a default on a drop", "sets a dropped column", "truncates in a transaction",
+        "no job"])
 def test_a_malformed_step_of_these_kinds_says_why(tmp_path, text, reason):
     path = tmp_path / "broken.yaml"
     path.write_text(text)
