@@ -133,6 +133,23 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
     return options
 
 
+def deleting(rows: DataFrame) -> Column:
+    """Whether a change deletes its row (a truncate's deletes come from `truncated`)."""
+    if "__deleted" not in rows.columns:  # a batch of truncates alone
+        return F.lit(False)
+    return F.coalesce(F.col("__deleted") == F.lit("true"), F.lit(False))
+
+
+def compaction_now(config: JobConfig, spec: TableSpec, deletes: bool) -> dict[str, str]:
+    """Merge-on-Read with hard deletes: compact in the commit of a batch that deletes (or truncates). Hudi 1.0.2 writes
+    a hard delete into a log without its ordering value, and when a later log record of the same key (the key
+    inserted again) meets it, compares the two ordering values of different classes: a ClassCastException on every
+    compaction and read of the file group from then on. Compacted at once, a delete never waits in a log."""
+    if config.table_type_of(spec) != "MERGE_ON_READ" or not config.hard_deletes_of(spec) or not deletes:
+        return {}
+    return {"hoodie.compact.inline.max.delta.commits": "1"}
+
+
 def partition_options(spec: TableSpec) -> dict[str, str]:
     """Unpartitioned, or partitioned by one or several columns (`column=value` folders when Hive-style)."""
     if not spec.partition_by:
@@ -192,7 +209,8 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
                                 F.count(F.lit(1)).alias("changes"),
                                 F.max(F.when(truncate, F.col("_source_position"))).alias("truncated_at"),
                                 F.max(images.any_left_out(positioned, spec, key_only_deletes)).alias("left_out"),
-                                F.max_by("_schema_id", F.when(~truncate, F.col("_source_position"))).alias("schema")
+                                F.max_by("_schema_id", F.when(~truncate, F.col("_source_position"))).alias("schema"),
+                                F.max(deleting(positioned)).alias("deletes")
                                 ).first()
         # A decimal(38,0) position (binlog, SQL Server) arrives as a Decimal; as an int it goes into the commit
         # metadata as plain digits and into the batch summary as a number.
@@ -206,6 +224,7 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
                                           live_silver_rows(spark, config.silver_path(spec.table)))
         rows = kafka_named(latest_per_key(positioned.filter(~truncate), spec)) if changed else None
         truncated_at = None if config.ignore_truncates else extent["truncated_at"]
+        deletes = bool(extent["deletes"]) or truncated_at is not None
         if truncated_at is not None:
             rows = truncated(spark, config, spec, rows, kafka_named(positioned.filter(truncate)), truncated_at)
         if rows is not None and defaults and config.backfill_defaults:
@@ -218,7 +237,7 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
         check_layout(spark, config.silver_path(spec.table), config.buckets_of(spec), config.buckets)
     with watch.phase("upsert"):
         try:
-            options = hudi_options(config, spec, reached, batch_id)
+            options = hudi_options(config, spec, reached, batch_id) | compaction_now(config, spec, deletes)
             if carried:  # a batch of truncates alone carries no column
                 options[COLUMNS_KEY] = ",".join(sorted(carried))
             rows.write.format("hudi").options(**options).mode("append").save(config.silver_path(spec.table))
