@@ -228,7 +228,7 @@ class _Draw:
         if kind in ("widen", "drop") and self.live[table]:
             return self.migrate(table, widen=kind == "widen")
         if kind == "outage" and not (self.continuous or paused):
-            return [self.change(table, "insert"), {"registry_outage": None}]
+            return [self.change(table, "insert"), {"registry_outage": None}, {"run": None}]
         if kind == "rewind" and binlog and self.checks and not paused:
             return [self.change(table, "insert"), {"rewind_connector": {"table": table, "to": self.checks[-1]}}]
         live_updated = sorted(self.updated.get(table, set()) & self.live[table], key=str)

@@ -392,8 +392,9 @@ class _Validator:
 
     def outages_have_a_batch(self, steps: list[Step], continuous: bool) -> None:
         """A registry outage runs the job once over the changes made since the previous check: the job must run a
-        batch at a time, not be paused, and have changes to read."""
-        paused, changed = False, False
+        batch at a time, not be paused, and have changes to read. Its failed batch is the job's next one again (Spark
+        replays a planned batch as it was), so a pause needs a `run` or `check` before it, to start after it."""
+        paused, changed, replay = False, False, False
         for step in steps:
             if step.kind == "registry_outage":
                 reason = ("the job runs continuously" if continuous else "the job is paused" if paused
@@ -401,6 +402,10 @@ class _Validator:
                 if reason:
                     raise ScenarioError(self.path, step.line, "registry_outage runs the job once over the changes "
                                                               f"since the previous check, but {reason}")
+            if step.kind == "pause" and replay:
+                raise ScenarioError(self.path, step.line, "a pause after registry_outage needs a run: or check: "
+                                                          "between them: the job replays the outage's batch first")
+            replay = step.kind == "registry_outage" or (replay and step.kind not in ("run", "check"))
             paused = {"pause": True, "resume": False}.get(step.kind, paused)
             evented = step.kind in CHANGE_KINDS - SCHEMA_CHANGES | {"transaction", "grow_topic", "redeliver"}
             changed = evented or (changed and step.kind != "check")

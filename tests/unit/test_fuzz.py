@@ -102,6 +102,7 @@ def test_the_draws_hold_every_kind_of_incident_where_the_example_allows_it():
                 assert SOURCES[args["table"]] == MYSQL
             if kind == "registry_outage":
                 assert not raw["job"].get("continuous")
+                assert raw["steps"][raw["steps"].index(step) + 1] == {"run": None}, "the outage's batch replayed"
     skewed = [raw["steps"][i + 1] for raw in raws for i, step in enumerate(raw["steps"])
               if step.get("source_clock") is not None]
     assert skewed and all(SOURCES[next(iter(step.values()))["table"]] == MYSQL for step in skewed)

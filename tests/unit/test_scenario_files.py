@@ -91,6 +91,8 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
                     "add_column: {table: category, column: note, type: text}"), 6, "but no change since"),
     (OUTAGE.replace("steps:", "job: {continuous: true}\nsteps:"), 7, "but the job runs continuously"),
     (OUTAGE.replace("  - update:", "  - pause:\n  - update:"), 7, "but the job is paused"),
+    (OUTAGE.replace("  - check: end\n", "  - pause:\n  - resume:\n  - check: end\n"), 7,
+     "a pause after registry_outage needs a run: or check: between them"),
     (GOOD.replace("- check: end", "- grow_topic: {table: category, key: {catid: 1}}"), 6,
      "grow_topic takes set, table, not 'key'"),
     (GOOD.replace("steps:", "given: [{catid: 1}]\nsteps:"), 3, "given is a mapping of table names"),
