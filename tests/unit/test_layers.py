@@ -1,4 +1,5 @@
-"""The package's layers import one way: core <- stack <- sources <- harness <- bench and the CLI; no module cycle."""
+"""The package's layers import one way: core <- stack <- sources <- harness, replay <- bench and the CLI; no module
+cycle."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR
 
-LAYERS = {"core": 0, "spark_jobs": 0, "tickit_data": 0, "stack": 1, "sources": 2, "harness": 3, "bench": 4, "cli": 4}
+LAYERS = {"core": 0, "spark_jobs": 0, "tickit_data": 0, "stack": 1, "sources": 2, "harness": 3, "replay": 3, "bench": 4,
+          "cli": 4}
 CORE = {"cdc_sandbox", "cdc_sandbox.config", "cdc_sandbox.debezium_settings", "cdc_sandbox.errors", "cdc_sandbox.schema", "cdc_sandbox.wait"}
 
 
