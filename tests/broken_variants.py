@@ -119,6 +119,25 @@ def skip_table(patch: pytest.MonkeyPatch, table: str = "venue") -> None:
     patch.setattr(cdc_hudi_job, "write_silver", write_silver)
 
 
+def offsets_before_silver(patch: pytest.MonkeyPatch) -> None:
+    """Writes each micro-batch into silver one batch late (a sink that writes behind, as an asynchronous write does):
+    Spark records the batch's offsets as done while its changes are not in silver, and a job stopped then never
+    writes them."""
+    original = cdc_hudi_job.process_batch
+    held = []
+
+    def process_batch(spark, config, schemas, batch, batch_id):
+        kept = batch.persist()
+        kept.count()
+        held.append((kept, batch_id))
+        if len(held) < 2:
+            return {"batch_id": batch_id, "empty": True}
+        earlier, earlier_id = held.pop(0)
+        return original(spark, config, schemas, earlier, earlier_id)
+
+    patch.setattr(cdc_hudi_job, "process_batch", process_batch)
+
+
 def offset_in_key(patch: pytest.MonkeyPatch) -> None:
     """The record key includes the Kafka offset (a key made "unique"): each change of a row lands as a row of its
     own, so silver holds the key several times."""
@@ -355,7 +374,8 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "wall-clock-round-trip": wall_clock_round_trip, "placeholders-as-values": placeholders_as_values,
             "first-types-kept": first_types_kept, "merge-by-arrival-time": merge_by_arrival_time,
             "binary-as-text": binary_as_text, "partial-record-key": partial_record_key,
-            "hard-deletes-everywhere": hard_deletes_everywhere, "defaults-not-backfilled": defaults_not_backfilled}
+            "hard-deletes-everywhere": hard_deletes_everywhere, "defaults-not-backfilled": defaults_not_backfilled,
+            "offsets-before-silver": offsets_before_silver}
 
 
 def _has_column(*kinds: str):
