@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import importlib
 import importlib.metadata
 import json
@@ -456,6 +457,50 @@ def scenario_run(file: str = typer.Argument(..., help="A scenario file, or the n
     console.print(f"{result.checks} checks, {result.expectations} explicit expectations, "
                   f"{len(RUN_STATS.time_travel_instants)} time-travel instants and {RUN_STATS.incremental_ranges} "
                   f"incremental ranges checked through Spark and hudi-rs")
+
+
+@app.command()
+def record(
+    topics: list[str] = typer.Option(None, "--topic", "-t", help="A topic to record (repeat it); default: every "
+                                     "table's topic."),
+    out: Path = typer.Option(None, "--out", "-o", help="The archive to write (default: incident-<time>.tar.gz)."),
+    from_offset: int = typer.Option(None, help="Start each partition at this offset (default: its start)."),
+    since: str = typer.Option(None, help="Start each partition at its first message at or after this time "
+                                         "(ISO 8601, e.g. 2026-11-29T14:00:00Z)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the archive's manifest as JSON."),
+):
+    """Record topics' messages with the schemas they name and the connectors' configs into an incident archive."""
+    from cdc_sandbox.replay import archive
+    from cdc_sandbox.sources.registry import RegistryClient
+    from cdc_sandbox.stack.connectors import ConnectClient, redacted
+
+    try:
+        settings = Settings.load()
+        start = archive.Range(from_offset=from_offset, from_time_ms=_epoch_ms(since) if since else None)
+        target = out or Path(f"incident-{time.strftime('%Y%m%dT%H%M%S')}.tar.gz")
+        client = ConnectClient(settings.url("connect"))
+        configs = {name: redacted(client.registered_config(name) or {}) for name in client.connectors()}
+        manifest = archive.record(settings.endpoint("kafka").address, RegistryClient(settings.registry_api_url),
+                                  topics or settings.topology.topics(), target, start, configs)
+    except SandboxError as exc:
+        _fail(exc)
+    if as_json:
+        print(json.dumps(manifest, indent=2))
+        return
+    counts = sum(p["messages"] for partitions in manifest["topics"].values() for p in partitions.values())
+    console.print(f"recorded {counts:,} messages of {len(manifest['topics'])} topics, {len(manifest['schemas'])} "
+                  f"schemas and {len(manifest['connectors'])} connector configs into {target}", highlight=False,
+                  soft_wrap=True)
+
+
+def _epoch_ms(text: str) -> int:
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise SandboxError(f"--since {text!r} is no time", "give an ISO 8601 time: 2026-11-29T14:00:00Z") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return int(moment.timestamp() * 1000)
 
 
 @app.command()

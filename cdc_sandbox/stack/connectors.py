@@ -254,3 +254,12 @@ def stop_all(settings: Settings) -> None:
     for source in settings.topology.sources.values():
         if client.status(source.connector):
             client.stop(source.connector)
+
+
+SECRET_WORDS = ("password", "secret", "credentials", "sasl.jaas.config")
+
+
+def redacted(config: dict[str, str]) -> dict[str, str]:
+    """A connector's config with every password and secret replaced: what can leave the cluster in an archive."""
+    return {key: "<redacted>" if any(word in key.lower() for word in SECRET_WORDS) else value
+            for key, value in config.items()}
