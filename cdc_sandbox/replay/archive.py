@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import io
 import json
 import tarfile
 import tempfile
@@ -24,11 +25,14 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import fastavro
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.sources.changes import close_soon
-from cdc_sandbox.sources.registry import RegistryClient, WireFormatError, frame_global_id
+from cdc_sandbox.replay.fold import Event
+from cdc_sandbox.sources.changes import close_soon, flattened, from_epoch
+from cdc_sandbox.sources.registry import HEADER, RegistryClient, WireFormatError, frame_global_id
+from cdc_sandbox.spark_jobs.avro_schema import column_defaults, epoch_fields
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -220,3 +224,32 @@ def read_archive(path: Path) -> Archive:
                            "record the archive again while the registry serves them")
     connectors = {Path(name).stem: json.loads(text) for name, text in files.items() if name.startswith("connectors/")}
     return Archive(manifest, messages, schemas, connectors)
+
+
+def decoded_events(archive: Archive, topic: str) -> list[Event]:
+    """A recorded topic's messages decoded by the archive's own schemas, as the replay's oracle folds them: keys
+    and flattened values, Debezium's dates and times as Python's (`from_epoch`); a tombstone's value is None."""
+    parsed = {global_id: fastavro.parse_schema(json.loads(text)) for global_id, text in archive.schemas.items()}
+    units = {global_id: epoch_fields(text) for global_id, text in archive.schemas.items()}
+    defaults = {global_id: column_defaults(text) for global_id, text in archive.schemas.items()}
+
+    def typed(values: dict, global_id: int) -> dict:
+        return {name: from_epoch(item, units[global_id][name]) if name in units[global_id] else item
+                for name, item in values.items()}
+
+    def decoded(part: str | None) -> tuple[int | None, dict | None]:
+        if part is None:
+            return None, None
+        payload = base64.b64decode(part)
+        global_id = frame_global_id(payload)
+        return global_id, fastavro.schemaless_reader(io.BytesIO(payload[HEADER.size:]), parsed[global_id])
+
+    found = []
+    for partition, lines in archive.messages[topic].items():
+        for line in lines:
+            _, key = decoded(line["key"])
+            value_id, value = decoded(line["value"])
+            value = None if value is None else typed(flattened(value), value_id)
+            found.append(Event(topic, partition, line["offset"], key, value, line["timestamp"],
+                               {} if value is None else typed(defaults[value_id], value_id)))
+    return found

@@ -4,7 +4,9 @@ source database is there to read.
 The events of a table are folded by key in source-position order (`cdc_sandbox.sources.positions.event_position`;
 events at one position keep their order in Kafka): a create, update or snapshot read sets the key's row, a delete
 leaves the key deleted with the values its event carried, a truncate deletes every live row with its last values.
-A key update arrives as Debezium sends it, a delete of the old key and a create of the new one. Written apart from
+A key update arrives as Debezium sends it, a delete of the old key and a create of the new one. A column that
+appears in a table's events (an ADD COLUMN, the first event after it) gives every live row its default, or NULL: the
+source's rows took it without an event. Written apart from
 the job's code, as the positions are, so that a replay does not check the job with the job's own logic.
 
 Each key remembers the event that decided it, so a wrong row in silver is reported as that event: topic,
@@ -31,6 +33,7 @@ class Event:
     key: dict | None
     value: dict | None
     timestamp: int = 0  # Kafka's, in milliseconds: orders a key's events across partitions at one position
+    defaults: dict = field(default_factory=dict, compare=False)  # column -> DEFAULT, from the value's schema
 
     def where(self) -> str:
         return f"{self.topic} partition {self.partition} offset {self.offset}"
@@ -45,6 +48,7 @@ class TableState:
     deleted: dict[tuple, dict] = field(default_factory=dict)
     decided_by: dict[tuple, tuple[Event, int]] = field(default_factory=dict)  # key -> (event, its position)
     position: int | None = None  # of the last event folded in
+    carried: frozenset[str] | None = None  # the columns the last row event carried
 
     def culprit(self, key: tuple) -> str:
         """The event that decided a key, named so that a team can find it in its topics."""
@@ -97,6 +101,10 @@ def apply(state: TableState, event: Event, position: int) -> None:
         state.live.clear()
         return
     row = columns_of(value)
+    added = set(row) - state.carried if state.carried is not None else set()
+    for live in state.live.values():  # an ADD COLUMN: the rows the table held took its default, or NULL
+        live.update({column: event.defaults.get(column) for column in added})
+    state.carried = frozenset(row)
     key = tuple(row[name] for name in state.key_columns)
     if op == DELETE or value.get("__deleted") == "true":
         state.live.pop(key, None)
@@ -113,5 +121,5 @@ def columns_of(value: dict) -> dict:
 
 
 def snapshot(state: TableState) -> TableState:
-    return TableState(state.key_columns, dict(state.live), dict(state.deleted), dict(state.decided_by),
-                      state.position)
+    return TableState(state.key_columns, {key: dict(row) for key, row in state.live.items()}, dict(state.deleted),
+                      dict(state.decided_by), state.position, state.carried)

@@ -76,3 +76,39 @@ def test_another_format_or_no_manifest_is_refused(tmp_path):
         tar.add(written(tmp_path), arcname="something-else")
     with pytest.raises(SandboxError, match="has no manifest.json"):
         archive.read_archive(bare)
+
+
+def test_recorded_messages_decode_by_the_archives_schemas_into_events_to_fold(tmp_path):
+    import datetime as dt
+    import io
+    import json
+
+    import fastavro
+
+    from cdc_sandbox.replay.fold import fold
+
+    value_schema = {"type": "record", "name": "Value", "fields": [
+        {"name": "dateid", "type": "int"},
+        {"name": "caldate", "type": {"type": "int", "connect.name": "io.debezium.time.Date"}},
+        {"name": "__op", "type": "string"}, {"name": "__deleted", "type": "string"},
+        {"name": "__lsn", "type": "long"}]}
+    key_schema = {"type": "record", "name": "Key", "fields": [{"name": "dateid", "type": "int"}]}
+
+    def encoded(schema, global_id, record):
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, fastavro.parse_schema(schema), record)
+        return base64.b64encode(struct.pack(">bq", 0, global_id) + body.getvalue()).decode()
+
+    changes = [(1, 14000, "c", 10), (1, 14001, "u", 30), (1, 13999, "u", 20)]  # the last re-sent late
+    lines = [line(offset, encoded(key_schema, 3, {"dateid": dateid}),
+                  encoded(value_schema, 4, {"dateid": dateid, "caldate": day, "__op": op, "__deleted": "false",
+                                            "__lsn": lsn}))
+             for offset, (dateid, day, op, lsn) in enumerate(changes)]
+    lines.append(line(3, encoded(key_schema, 3, {"dateid": 1}), None))  # a tombstone
+    manifest = {"format": archive.FORMAT, "topics": {"t": {"0": {"from_offset": 0, "messages": 4}}}}
+    path = tmp_path / "dates.tar.gz"
+    archive.write(path, manifest, {"t": {0: lines}}, {3: json.dumps(key_schema), 4: json.dumps(value_schema)}, {})
+    events = archive.decoded_events(archive.read_archive(path), "t")
+    assert [e.offset for e in events] == [0, 1, 2, 3] and events[0].key == {"dateid": 1} and events[3].value is None
+    day = dt.date(1970, 1, 1) + dt.timedelta(days=14001)  # the change at the highest position
+    assert fold(events, "lsn", ("dateid",)).live == {(1,): {"dateid": 1, "caldate": day}}

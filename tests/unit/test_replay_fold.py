@@ -81,3 +81,15 @@ def test_binlog_positions_order_by_file_then_offset_then_row():
 def test_an_unknown_position_kind_is_refused():
     with pytest.raises(ValueError, match="unknown source position kind"):
         fold(HISTORY, "scn", KEY)
+
+
+def test_a_column_added_gives_every_live_row_its_default_and_rows_written_after_keep_their_own():
+    def with_region(offset, lsn, catid, region):
+        value = {"catid": catid, "catname": "x", "region": region, "__op": "u", "__deleted": "false", "__lsn": lsn}
+        return Event("tickit.ems.category", 0, offset, {"catid": catid}, value, defaults={"region": "EMEA"})
+    events = [*HISTORY, with_region(6, 160, 1, "APAC")]
+    state = fold(events, "lsn", KEY)
+    assert state.live[(1,)]["region"] == "APAC" and state.live[(2,)]["region"] == "EMEA"
+    assert "region" not in fold(events, "lsn", KEY, until=155).live[(2,)], "the column is not there before"
+    found = states_at(events, "lsn", KEY, [150, 160])
+    assert "region" not in found[150].live[(2,)] and found[160].live[(2,)]["region"] == "EMEA"
