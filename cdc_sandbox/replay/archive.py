@@ -226,9 +226,11 @@ def read_archive(path: Path) -> Archive:
     return Archive(manifest, messages, schemas, connectors)
 
 
-def decoded_events(archive: Archive, topic: str) -> list[Event]:
+def decoded_events(archive: Archive, topic: str) -> tuple[list[Event], list[tuple[int, int]]]:
     """A recorded topic's messages decoded by the archive's own schemas, as the replay's oracle folds them: keys
-    and flattened values, Debezium's dates and times as Python's (`from_epoch`); a tombstone's value is None."""
+    and flattened values, Debezium's dates and times as Python's (`from_epoch`); a tombstone's value is None. Also
+    the (partition, offset) of each message that is not Apicurio-framed Avro (a poison message), which a job sets
+    aside."""
     parsed = {global_id: fastavro.parse_schema(json.loads(text)) for global_id, text in archive.schemas.items()}
     units = {global_id: epoch_fields(text) for global_id, text in archive.schemas.items()}
     defaults = {global_id: column_defaults(text) for global_id, text in archive.schemas.items()}
@@ -244,12 +246,16 @@ def decoded_events(archive: Archive, topic: str) -> list[Event]:
         global_id = frame_global_id(payload)
         return global_id, fastavro.schemaless_reader(io.BytesIO(payload[HEADER.size:]), parsed[global_id])
 
-    found = []
+    found, undecodable = [], []
     for partition, lines in archive.messages[topic].items():
         for line in lines:
-            _, key = decoded(line["key"])
-            value_id, value = decoded(line["value"])
+            try:
+                _, key = decoded(line["key"])
+                value_id, value = decoded(line["value"])
+            except (WireFormatError, ValueError, EOFError, StopIteration):
+                undecodable.append((partition, line["offset"]))
+                continue
             value = None if value is None else typed(flattened(value), value_id)
             found.append(Event(topic, partition, line["offset"], key, value, line["timestamp"],
                                {} if value is None else typed(defaults[value_id], value_id)))
-    return found
+    return found, undecodable

@@ -3,7 +3,9 @@ source database is there to read.
 
 The events of a table are folded by key in source-position order (`cdc_sandbox.sources.positions.event_position`;
 events at one position keep their order in Kafka): a create, update or snapshot read sets the key's row, a delete
-leaves the key deleted with the values its event carried, a truncate deletes every live row with its last values.
+leaves the key deleted with the values its event carried, a truncate deletes every live row with its last values;
+what an event leaves out (Debezium's placeholder for an unchanged TOASTed value, the columns of a key-only delete) is
+the key's previous value.
 A key update arrives as Debezium sends it, a delete of the old key and a create of the new one. A column that
 appears in a table's events (an ADD COLUMN, the first event after it) gives every live row its default, or NULL: the
 source's rows took it without an event. Written apart from
@@ -21,6 +23,9 @@ from typing import Iterable
 from cdc_sandbox.sources.positions import event_position
 
 DELETE, TRUNCATE = "d", "t"
+# What Debezium writes for a value an event leaves out (Postgres's unchanged TOASTed values under REPLICA IDENTITY
+# DEFAULT): its `unavailable.value.placeholder`, left at its default, as text or as bytes.
+LEFT_OUT = ("__debezium_unavailable_value", b"__debezium_unavailable_value")
 
 
 @dataclass(frozen=True)
@@ -102,17 +107,30 @@ def apply(state: TableState, event: Event, position: int) -> None:
         return
     row = columns_of(value)
     added = set(row) - state.carried if state.carried is not None else set()
-    for live in state.live.values():  # an ADD COLUMN: the rows the table held took its default, or NULL
-        live.update({column: event.defaults.get(column) for column in added})
+    if added:  # an ADD COLUMN: the rows the table held took its default, or NULL
+        for live in state.live.values():
+            live.update({column: event.defaults.get(column) for column in added})
     state.carried = frozenset(row)
     key = tuple(row[name] for name in state.key_columns)
-    if op == DELETE or value.get("__deleted") == "true":
+    deleting = op == DELETE or value.get("__deleted") == "true"
+    row = completed(row, state.live.get(key), state.key_columns, deleting)
+    if deleting:
         state.live.pop(key, None)
         state.deleted[key] = row
     else:
         state.deleted.pop(key, None)
         state.live[key] = row
     state.decided_by[key] = (event, position)
+
+
+def completed(row: dict, previous: dict | None, key_columns: tuple[str, ...], deleting: bool) -> dict:
+    """The row with what its event left out taken from the key's previous one: a placeholder's value, and every
+    column of a delete that carries the key alone (REPLICA IDENTITY DEFAULT)."""
+    if previous is None:
+        return row
+    if deleting and all(value is None for column, value in row.items() if column not in key_columns):
+        return {**previous, **{column: row[column] for column in key_columns}}
+    return {column: previous.get(column) if value in LEFT_OUT else value for column, value in row.items()}
 
 
 def columns_of(value: dict) -> dict:

@@ -105,10 +105,12 @@ def test_recorded_messages_decode_by_the_archives_schemas_into_events_to_fold(tm
                                             "__lsn": lsn}))
              for offset, (dateid, day, op, lsn) in enumerate(changes)]
     lines.append(line(3, encoded(key_schema, 3, {"dateid": 1}), None))  # a tombstone
-    manifest = {"format": archive.FORMAT, "topics": {"t": {"0": {"from_offset": 0, "messages": 4}}}}
+    lines.append(line(4, base64.b64encode(b"poison").decode(), base64.b64encode(b"{}").decode()))
+    manifest = {"format": archive.FORMAT, "topics": {"t": {"0": {"from_offset": 0, "messages": 5}}}}
     path = tmp_path / "dates.tar.gz"
     archive.write(path, manifest, {"t": {0: lines}}, {3: json.dumps(key_schema), 4: json.dumps(value_schema)}, {})
-    events = archive.decoded_events(archive.read_archive(path), "t")
+    events, undecodable = archive.decoded_events(archive.read_archive(path), "t")
+    assert undecodable == [(0, 4)]
     assert [e.offset for e in events] == [0, 1, 2, 3] and events[0].key == {"dateid": 1} and events[3].value is None
     day = dt.date(1970, 1, 1) + dt.timedelta(days=14001)  # the change at the highest position
     assert fold(events, "lsn", ("dateid",)).live == {(1,): {"dateid": 1, "caldate": day}}

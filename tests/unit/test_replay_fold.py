@@ -93,3 +93,12 @@ def test_a_column_added_gives_every_live_row_its_default_and_rows_written_after_
     assert "region" not in fold(events, "lsn", KEY, until=155).live[(2,)], "the column is not there before"
     found = states_at(events, "lsn", KEY, [150, 160])
     assert "region" not in found[150].live[(2,)] and found[160].live[(2,)]["region"] == "EMEA"
+
+
+def test_what_an_event_leaves_out_is_the_keys_previous_value():
+    placeholder = "__debezium_unavailable_value"
+    events = [event(0, 100, "c", 1, "long text"), event(1, 110, "u", 1, placeholder),
+              Event("tickit.ems.category", 0, 2, {"catid": 1},
+                    {"catid": 1, "catname": None, "__op": "d", "__deleted": "true", "__lsn": 120})]
+    assert fold(events[:2], "lsn", KEY).live[(1,)]["catname"] == "long text"
+    assert fold(events, "lsn", KEY).deleted[(1,)] == {"catid": 1, "catname": "long text"}
