@@ -493,6 +493,33 @@ def record(
                   soft_wrap=True)
 
 
+@app.command()
+def replay(
+    archive_file: Path = typer.Argument(..., metavar="ARCHIVE", help="An archive `sandbox record` wrote."),
+    name: str = typer.Option(None, help="The replay's name: its topics are replay.<name>.<topic> (default: the "
+                                        "archive's name and the time)."),
+    batch_messages: int = typer.Option(None, help="At most this many messages per micro-batch (default: all)."),
+):
+    """Replay an incident archive: its messages into topics of their own, the job over them on a new lake, and
+    every commit checked against the recorded events; exits 1 naming the first event whose effect is wrong."""
+    from cdc_sandbox.replay.run import replay as run_replay
+
+    name = name or f"{archive_file.name.split('.')[0]}-{time.strftime('%Y%m%dT%H%M%S')}"
+    try:
+        verdict = run_replay(Settings.load(), archive_file, name, batch_messages)
+    except SandboxError as exc:
+        _fail(exc)
+    for table in verdict.tables:
+        outcome = "[green]as recorded[/green]" if not table.problems else "[red]WRONG[/red]"
+        console.print(f"  {table.table:<12} {table.events:>8,} events, {table.commits} commits checked: {outcome}",
+                      highlight=False)
+        for problem in table.problems:
+            console.print(f"    {escape(problem)}", highlight=False, soft_wrap=True)
+    console.print(f"lake: {verdict.lake}; topics: {', '.join(verdict.topics.values())}", highlight=False,
+                  soft_wrap=True)
+    raise typer.Exit(0 if verdict.passed else 1)
+
+
 def _epoch_ms(text: str) -> int:
     try:
         moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -248,7 +248,7 @@ def decoded_events(archive: Archive, topic: str) -> tuple[list[Event], list[tupl
 
     found, undecodable = [], []
     for partition, lines in archive.messages[topic].items():
-        for line in lines:
+        for place, line in enumerate(lines):
             try:
                 _, key = decoded(line["key"])
                 value_id, value = decoded(line["value"])
@@ -257,5 +257,5 @@ def decoded_events(archive: Archive, topic: str) -> tuple[list[Event], list[tupl
                 continue
             value = None if value is None else typed(flattened(value), value_id)
             found.append(Event(topic, partition, line["offset"], key, value, line["timestamp"],
-                               {} if value is None else typed(defaults[value_id], value_id)))
+                               {} if value is None else typed(defaults[value_id], value_id), place))
     return found, undecodable

@@ -3,7 +3,8 @@ one after another (a reorder, or a delay past later messages), then replay the e
 
 Messages are named as Kafka names them, (topic, partition, offset). An edit keeps each message's recorded offset;
 a replay writes the messages of a partition in their order in the archive and Kafka gives them new offsets, so a
-moved message arrives after the one it was moved behind. The manifest's counts follow each edit, and
+moved message arrives after the one it was moved behind. A message put behind a later one (a delay, a duplicate)
+takes that message's timestamp when its own is older, as a late delivery is stamped when it is sent. The manifest's counts follow each edit, and
 `write_edited` writes an archive that `sandbox replay` reads like a recorded one.
 
     from cdc_sandbox.replay import archive, edit
@@ -33,7 +34,7 @@ def duplicate(recorded: Archive, topic: str, partition: int, offset: int, after:
     """The archive with one message sent a second time: right after itself, or after the message at `after`."""
     edited, lines = _editable(recorded, topic, partition)
     copy_of = dict(lines[_index(lines, topic, partition, offset)])
-    lines.insert(_index(lines, topic, partition, offset if after is None else after) + 1, copy_of)
+    _place_after(lines, copy_of, _index(lines, topic, partition, offset if after is None else after))
     return _counted(edited)
 
 
@@ -42,7 +43,7 @@ def move(recorded: Archive, topic: str, partition: int, offset: int, after: int)
     partition: a delay; earlier: it overtakes the messages between)."""
     edited, lines = _editable(recorded, topic, partition)
     moved = lines.pop(_index(lines, topic, partition, offset))
-    lines.insert(_index(lines, topic, partition, after) + 1, moved)
+    _place_after(lines, moved, _index(lines, topic, partition, after))
     return _counted(edited)
 
 
@@ -67,6 +68,11 @@ def _editable(recorded: Archive, topic: str, partition: int) -> tuple[Archive, l
     edited = Archive(copy.deepcopy(recorded.manifest), copy.deepcopy(recorded.messages), recorded.schemas,
                      recorded.connectors)
     return edited, edited.messages[topic][partition]
+
+
+def _place_after(lines: list[dict], line: dict, index: int) -> None:
+    line["timestamp"] = max(line["timestamp"], lines[index]["timestamp"])
+    lines.insert(index + 1, line)
 
 
 def _index(lines: list[dict], topic: str, partition: int, offset: int) -> int:

@@ -39,6 +39,7 @@ class Event:
     value: dict | None
     timestamp: int = 0  # Kafka's, in milliseconds: orders a key's events across partitions at one position
     defaults: dict = field(default_factory=dict, compare=False)  # column -> DEFAULT, from the value's schema
+    place: int = 0  # its place in its partition in the archive: its offset once replayed into a topic of its own
 
     def where(self) -> str:
         return f"{self.topic} partition {self.partition} offset {self.offset}"

@@ -47,3 +47,9 @@ def test_a_message_or_partition_the_archive_lacks_is_named():
         edit.drop(recorded(), TOPIC, 0, 99)
     with pytest.raises(SandboxError, match="no partition 3 of topic tickit.ems.category"):
         edit.move(recorded(), TOPIC, 3, 10, after=11)
+
+
+def test_a_message_delivered_later_is_stamped_no_earlier_than_the_one_before_it():
+    moved = edit.move(recorded(), TOPIC, 0, 11, after=13).messages[TOPIC][0]
+    assert [line["timestamp"] for line in moved] == [10, 12, 13, 13, 14]
+    assert edit.move(recorded(), TOPIC, 0, 14, after=10).messages[TOPIC][0][1]["timestamp"] == 14
