@@ -4,8 +4,8 @@ one after another (a reorder, or a delay past later messages), then replay the e
 Messages are named as Kafka names them, (topic, partition, offset). An edit keeps each message's recorded offset;
 a replay writes the messages of a partition in their order in the archive and Kafka gives them new offsets, so a
 moved message arrives after the one it was moved behind. A message put behind a later one (a delay, a duplicate)
-takes that message's timestamp when its own is older, as a late delivery is stamped when it is sent. The manifest's counts follow each edit, and
-`write_edited` writes an archive that `sandbox replay` reads like a recorded one.
+takes that message's timestamp when its own is older, as a late delivery is stamped when it is sent. The manifest's
+counts follow each edit, and `write_edited` writes an archive that `sandbox replay` reads like a recorded one.
 
     from cdc_sandbox.replay import archive, edit
     recorded = archive.read_archive(Path("incident.tar.gz"))
