@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import io
 import json
 import tarfile
 import tempfile
@@ -30,8 +29,8 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.replay.fold import Event
-from cdc_sandbox.sources.changes import close_soon, flattened, from_epoch
-from cdc_sandbox.sources.registry import HEADER, RegistryClient, WireFormatError, frame_global_id
+from cdc_sandbox.sources.changes import close_soon, flattened, with_epoch_types
+from cdc_sandbox.sources.registry import RegistryClient, WireFormatError, frame_global_id, read_framed
 from cdc_sandbox.spark_jobs.avro_schema import column_defaults, epoch_fields
 
 FORMAT = 1
@@ -235,16 +234,8 @@ def decoded_events(archive: Archive, topic: str) -> tuple[list[Event], list[tupl
     units = {global_id: epoch_fields(text) for global_id, text in archive.schemas.items()}
     defaults = {global_id: column_defaults(text) for global_id, text in archive.schemas.items()}
 
-    def typed(values: dict, global_id: int) -> dict:
-        return {name: from_epoch(item, units[global_id][name]) if name in units[global_id] else item
-                for name, item in values.items()}
-
     def decoded(part: str | None) -> tuple[int | None, dict | None]:
-        if part is None:
-            return None, None
-        payload = base64.b64decode(part)
-        global_id = frame_global_id(payload)
-        return global_id, fastavro.schemaless_reader(io.BytesIO(payload[HEADER.size:]), parsed[global_id])
+        return read_framed(None if part is None else base64.b64decode(part), parsed.__getitem__) or (None, None)
 
     found, undecodable = [], []
     for partition, lines in archive.messages[topic].items():
@@ -255,7 +246,7 @@ def decoded_events(archive: Archive, topic: str) -> tuple[list[Event], list[tupl
             except (WireFormatError, ValueError, EOFError, StopIteration):
                 undecodable.append((partition, line["offset"]))
                 continue
-            value = None if value is None else typed(flattened(value), value_id)
+            value = None if value is None else with_epoch_types(flattened(value), units[value_id])
             found.append(Event(topic, partition, line["offset"], key, value, line["timestamp"],
-                               {} if value is None else typed(defaults[value_id], value_id), place))
+                               {} if value is None else with_epoch_types(defaults[value_id], units[value_id]), place))
     return found, undecodable

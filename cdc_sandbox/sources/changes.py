@@ -35,9 +35,12 @@ class ChangeEvent:
 
 def typed_row(event: ChangeEvent, registry: RegistryClient) -> dict:
     """The event's value with Debezium's dates and times (`EPOCH_UNITS`) as Python dates and datetimes."""
-    units = epoch_fields(registry.schema_by_global_id(event.value_schema_id))
-    return {name: from_epoch(value, units[name]) if name in units else value
-            for name, value in (event.value or {}).items()}
+    return with_epoch_types(event.value or {}, epoch_fields(registry.schema_by_global_id(event.value_schema_id)))
+
+
+def with_epoch_types(values: dict, units: dict[str, str]) -> dict:
+    """The values with those `units` names (`epoch_fields`) as Python dates and datetimes."""
+    return {name: from_epoch(value, units[name]) if name in units else value for name, value in values.items()}
 
 
 def from_epoch(value, unit: str):

@@ -49,11 +49,16 @@ class RegistryClient:
 
     def decode(self, payload: bytes | None) -> tuple[int, dict] | None:
         """Decode one message value or key; returns (global id, record), or None for a tombstone."""
-        if payload is None:
-            return None
-        global_id = frame_global_id(payload)
-        record = fastavro.schemaless_reader(io.BytesIO(payload[HEADER.size :]), self.parsed_schema(global_id))
-        return global_id, record
+        return read_framed(payload, self.parsed_schema)
+
+
+def read_framed(payload: bytes | None, parsed_schema) -> tuple[int, dict] | None:
+    """An Apicurio-framed Avro message read with the schema `parsed_schema(global id)` gives: (global id, record), or
+    None for a tombstone."""
+    if payload is None:
+        return None
+    global_id = frame_global_id(payload)
+    return global_id, fastavro.schemaless_reader(io.BytesIO(payload[HEADER.size :]), parsed_schema(global_id))
 
 
 def frame_global_id(payload: bytes) -> int:
