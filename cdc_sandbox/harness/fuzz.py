@@ -76,6 +76,10 @@ CHANGE_WEIGHTS = {"insert": 3, "update": 5, "delete": 2, "update_key": 2, "burst
 # a row's earlier event delivered again. (A topic's partitions are left alone: Kafka cannot take them back.)
 INCIDENT_WEIGHTS = {"truncate": 0.25, "skew": 0.3, "widen": 0.15, "drop": 0.15, "outage": 0.2, "rewind": 0.2,
                     "redeliver": 0.3}
+# Incidents that deliver a key's older event after a newer one was written. On Merge-on-Read the older event lands in
+# a log file, and the readers' incremental queries return it with its old values as a change of the range: a known
+# limit of those readers, which the scenarios old-event-redelivered and connector-offsets-rewound state too.
+LATE_EVENTS = {"redeliver", "rewind"}
 TRUNCATED_ROWS_MAX = 1_000  # a larger table is not truncated: the example restores every row it held
 SKEWED_CLOCK = dt.datetime(2001, 9, 9, 1, 46, 40)
 # Control characters too, but not NUL, which Postgres text cannot hold.
@@ -170,6 +174,7 @@ class _Draw:
     sources: dict[str, str]  # the example's tables -> the source database each lives in
     schemas: dict[str, Table]
     continuous: bool
+    merge_on_read: bool = False
     number: int = 1
     small: frozenset[str] = frozenset()  # the tables few enough rows to truncate
     live: dict[str, set[tuple]] = field(default_factory=dict)
@@ -229,6 +234,8 @@ class _Draw:
             return self.migrate(table, widen=kind == "widen")
         if kind == "outage" and not (self.continuous or paused):
             return [self.change(table, "insert"), {"registry_outage": None}, {"run": None}]
+        if kind in LATE_EVENTS and self.merge_on_read:
+            return []
         if kind == "rewind" and binlog and self.checks and not paused:
             return [self.change(table, "insert"), {"rewind_connector": {"table": table, "to": self.checks[-1]}}]
         live_updated = sorted(self.updated.get(table, set()) & self.live[table], key=str)
@@ -318,7 +325,8 @@ def draw_example(seed: int, number: int, sources: dict[str, str], schemas: dict[
     tables = sorted(rng.sample(sorted(sources), k=rng.randint(1, min(3, len(sources)))))
     schemas = schemas or {table: get_table(table) for table in tables}
     draw = _Draw(rng, {t: sources[t] for t in tables}, {t: schemas[t] for t in tables}, continuous=rng.random() < 0.5,
-                 number=number, small=frozenset(small))
+                 merge_on_read=job_mode(seed).get("table_type") == "MERGE_ON_READ", number=number,
+                 small=frozenset(small))
     given = {}
     for table in tables:
         keys = rng.sample(fuzz_keys(schemas[table]), k=rng.randint(1, 3))
