@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import itertools
 import os
 import random
 import string
@@ -39,13 +40,14 @@ from cdc_sandbox.schema import (
     Column,
     Table,
 )
-from cdc_sandbox.sources import topics
+from cdc_sandbox.sources import signals, topics
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
-from cdc_sandbox.sources.mutations import LOGICAL_TYPES, Mutator, added_column
+from cdc_sandbox.sources.mutations import LOGICAL_TYPES, Change, Mutator, added_column
 from cdc_sandbox.sources.positions import BinlogMark, binlog_position, event_position
 from cdc_sandbox.stack import catalog
 from cdc_sandbox.stack.connectors import ConnectClient
 from cdc_sandbox.tickit_data.schema import get_table
+from cdc_sandbox.wait import wait_until
 
 SHIPPED = PACKAGE_DIR / "fixtures" / "scenarios"  # the scenarios that come with the package, run on TICKIT
 TOP_LEVEL = {"name", "description", "tables", "source", "replica_identity", "debezium", "silver", "job", "given",
@@ -56,9 +58,14 @@ RANDOM_TEXT_MAX = 10_000_000
 JOB_OPTIONS = {"table_type", "hard_deletes", "continuous", "compaction_delta_commits", "session_zone"}
 CHANGE_KINDS = {"insert", "update", "delete", "update_key", "add_column", "drop_column", "alter_column", "truncate"}
 SCHEMA_CHANGES = {"add_column", "drop_column", "alter_column"}
+ROW_CHANGES = CHANGE_KINDS - SCHEMA_CHANGES - {"truncate"}
+# Steps besides ROW_CHANGES that send events for the job to read.
+EVENTED_STEPS = {"truncate", "transaction", "grow_topic", "redeliver", "snapshot_table", "reset_connector"}
 STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "restart", "source_clock",
-                             "registry_outage", "grow_topic", "redeliver", "rewind_connector"}
+                             "registry_outage", "grow_topic", "redeliver", "rewind_connector", "snapshot_table",
+                             "reset_connector"}
 BINLOG_ENGINES = ("mariadb", "mysql")
+HEARTBEAT_MS = 200  # while a connector is reset: its offsets move on to streaming without a change of the source
 
 
 class ExpectationUnmet(OracleMismatch):
@@ -384,6 +391,10 @@ class _Validator:
             return Step(kind, self.check(args, tables, raw), line)
         if kind == "rewind_connector":
             return Step(kind, self.rewind(args, tables, raw), line)
+        if kind == "snapshot_table":
+            return Step(kind, self.snapshot(args, tables, raw), line)
+        if kind == "reset_connector":
+            return Step(kind, self.reset(args, tables, raw), line)
         if kind == "source_clock":
             if args is not None and not isinstance(args, dt.datetime):
                 self.fail(raw, "source_clock is a timestamp (2008-01-01 00:00:00) or null", kind)
@@ -407,7 +418,7 @@ class _Validator:
                                                           "between them: the job replays the outage's batch first")
             replay = step.kind == "registry_outage" or (replay and step.kind not in ("run", "check"))
             paused = {"pause": True, "resume": False}.get(step.kind, paused)
-            evented = step.kind in CHANGE_KINDS - SCHEMA_CHANGES | {"transaction", "grow_topic", "redeliver"}
+            evented = step.kind in ROW_CHANGES | EVENTED_STEPS
             changed = evented or (changed and step.kind != "check")
 
     def rewind(self, args, tables: list[str], where) -> dict:
@@ -419,6 +430,35 @@ class _Validator:
         if engine not in BINLOG_ENGINES:
             self.fail(args, f"{table} is on {engine}: only a binlog connector (MariaDB, MySQL) can be set back to an "
                             "earlier position; a Postgres slot never sends again what it confirmed", "table")
+        return dict(args)
+
+    def snapshot(self, args, tables: list[str], where) -> dict:
+        if not isinstance(args, dict) or not {"table", "while"} <= set(args) <= {"table", "while", "chunk_rows"}:
+            self.fail(where, "snapshot_table takes table (snapshotted incrementally), while (the changes made while "
+                             "it is read) and chunk_rows (optional)", "snapshot_table")
+        if not isinstance(args.get("chunk_rows", 1), int) or args.get("chunk_rows", 1) < 1:
+            self.fail(args, "chunk_rows is a number of rows (Debezium's incremental.snapshot.chunk.size)", "chunk_rows")
+        table = self.table_name(args, args["table"], "table", allowed=tables)
+        engine = self.topology.sources[self.topology.table(table).source].engine
+        if engine not in ("postgres", *BINLOG_ENGINES):
+            self.fail(args, f"{table} is on {engine}: the sandbox signals incremental snapshots on Postgres, MariaDB "
+                            "and MySQL", "table")
+        if not isinstance(args["while"], list) or not args["while"]:
+            self.fail(args, "while is a list of changes", "while")
+        changes = [self.step(item, tables) for item in args["while"]]
+        if any(c.kind not in ROW_CHANGES for c in changes) or not any(c.args["table"] == table for c in changes):
+            self.fail(args, f"while holds row changes only ({', '.join(sorted(ROW_CHANGES))}), one of them to "
+                            f"{table}", "while")
+        return {"table": table, "while": changes, "chunk_rows": args.get("chunk_rows")}
+
+    def reset(self, args, tables: list[str], where) -> dict:
+        if not isinstance(args, dict) or set(args) != {"table"}:
+            self.fail(where, "reset_connector takes table (its connector's offsets are reset)", "reset_connector")
+        table = self.table_name(args, args["table"], "table", allowed=tables)
+        engine = self.topology.sources[self.topology.table(table).source].engine
+        if engine != "postgres":
+            self.fail(args, f"{table} is on {engine}: reset_connector resets a Postgres connector; a binlog "
+                            "connector is set back with rewind_connector", "table")
         return dict(args)
 
     def mark_rewind_targets(self, steps: list[Step]) -> None:
@@ -683,7 +723,9 @@ def give(scenario: Scenario, mutator: Mutator) -> None:
 
 
 def _changes(scenario: Scenario) -> list[Step]:
-    return [c for step in scenario.steps for c in (step.args["changes"] if step.kind == "transaction" else [step])]
+    """Every change step, those of transactions and of snapshots' `while` included."""
+    nested = {"transaction": "changes", "snapshot_table": "while"}
+    return [c for step in scenario.steps for c in (step.args[nested[step.kind]] if step.kind in nested else [step])]
 
 
 def _alterations(scenario: Scenario) -> list[Step]:
@@ -729,6 +771,10 @@ def play(step: Step, pipeline, mutator: Mutator, oracle: Oracle, marks: dict | N
     elif step.kind == "redeliver":
         topics.redeliver_earlier(oracle.settings.endpoint("kafka").address, oracle.registry,
                                  pipeline.config.spec(step.args["table"]).topic, step.args["key"])
+    elif step.kind == "snapshot_table":
+        _snapshot_table(step.args, pipeline, mutator, oracle)
+    elif step.kind == "reset_connector":
+        _reset_connector(step.args, pipeline, mutator, oracle)
     elif step.kind == "rewind_connector":
         _rewind_connector(step.args, pipeline, mutator, oracle, marks[(step.args["to"], step.args["table"])])
     elif step.kind == "check":
@@ -756,6 +802,98 @@ def _rewind_connector(args: dict, pipeline, mutator: Mutator, oracle: Oracle, ma
         reader.wait_for(lambda e: e.value is not None and event_position("binlog", e.value) < sent_before,
                         oracle.timeout, f"{connector} to send a change of {table} again after the rewind (no change "
                                         f"of {table} since check {args['to']!r}?)")
+
+
+def _snapshot_table(args: dict, pipeline, mutator: Mutator, oracle: Oracle) -> None:
+    """Signal an incremental snapshot of the table, make the `while` changes right after (the connector reads the
+    signal from the log, so the snapshot's chunks are read around them), and return when Debezium notifies that it
+    completed. Fails unless a chunk arrived after one of those changes, since the step would otherwise test nothing a
+    streamed change does not."""
+    table, settings = args["table"], oracle.settings
+    p, bootstrap = mutator.placement(table), settings.endpoint("kafka").address
+    topic, notices = pipeline.config.spec(table).topic, f"_sandbox-notifications.{p.captured.source}"
+    signals.ensure_signal_table(settings, p)
+    topics.ensure_topic(bootstrap, notices)
+    with _streaming_after(ConnectClient(settings.url("connect")), _connector_of(table, settings, mutator), bootstrap,
+                          _snapshot_settings(p, notices, args["chunk_rows"]), oracle.timeout, [topic, notices],
+                          lambda: signals.nudge(settings, p)) as ends:
+        with ChangeReader(bootstrap, topic, oracle.registry, from_offsets=ends[topic]) as reader, \
+                ChangeReader(bootstrap, notices, oracle.registry, from_offsets=ends[notices]) as notified:
+            signals.request_incremental_snapshot(settings, p)
+            made = [_change(mutator, change.kind, change.args) for change in args["while"]]
+            notified.wait_for(signals.completed, oracle.timeout, f"the notice that {table}'s snapshot completed")
+            _expect_interleaved(reader.read_to_end(oracle.timeout), [c for c in made if c.table == table], table)
+
+
+def _snapshot_settings(p, notices: str, chunk_rows: int | None) -> dict[str, str]:
+    """The connector reads signals from the table's signalling table and notifies on a topic of the sandbox's."""
+    settings = {"signal.data.collection": signals.collection(p), "notification.enabled.channels": "sink",
+                "notification.sink.topic.name": notices}
+    return settings | ({"incremental.snapshot.chunk.size": str(chunk_rows)} if chunk_rows else {})
+
+
+def _reset_connector(args: dict, pipeline, mutator: Mutator, oracle: Oracle) -> None:
+    """Stop the table's Postgres connector, delete its offsets and start it again, as an operator does to have a
+    table sent again: finding no offsets, Debezium snapshots the table (this one alone,
+    `snapshot.include.collection.list`) and sends each row as a snapshot read at the current position, after the
+    changes silver holds, then streams from its slot. Fails unless every row arrives read again."""
+    table, settings = args["table"], oracle.settings
+    p, bootstrap = mutator.placement(table), settings.endpoint("kafka").address
+    topic, rows = pipeline.config.spec(table).topic, mutator.row_count(table)
+    client, connector = ConnectClient(settings.url("connect")), _connector_of(table, settings, mutator)
+    only_this = {"snapshot.include.collection.list": f"{p.captured.namespace}.{p.table.name}"}
+    with _streaming_after(client, connector, bootstrap, only_this, oracle.timeout, [topic],
+                          lambda: signals.nudge(settings, p)) as ends:
+        client.stop(connector)
+        client.reset_offsets(connector)
+        client.resume(connector)
+        reads = itertools.count(1)
+        with ChangeReader(bootstrap, topic, oracle.registry, from_offsets=ends[topic]) as reader:
+            reader.wait_for(lambda e: _snapshot_read(e) and next(reads) >= rows, oracle.timeout,
+                            f"the {rows} rows of {table} read again by {connector}'s snapshot")
+
+
+@contextlib.contextmanager
+def _streaming_after(client: ConnectClient, connector: str, bootstrap: str, settings: dict[str, str],
+                     timeout: float, watched: list[str], nudge):
+    """The connector under `settings` (and heartbeats) for a while; yields the `watched` topics' end offsets then.
+    Its own settings return once a heartbeat after the block (and after `nudge()` changed the source) has moved its
+    offsets to a streaming position: under offsets flushed mid-snapshot it would snapshot again, every table. Should
+    that not happen, it runs on under `settings`, whose snapshot stays on the step's table."""
+    own = client.registered_config(connector)
+    heartbeats = f"__debezium-heartbeat.{own['topic.prefix']}"
+    client.put_config(connector, own | settings | {"heartbeat.interval.ms": str(HEARTBEAT_MS)})
+    client.cycle(connector)
+    try:
+        yield end_offsets(bootstrap, watched)
+        beats = sum(end_offsets(bootstrap, [heartbeats]).get(heartbeats, {}).values())
+        nudge()
+        wait_until(lambda: sum(end_offsets(bootstrap, [heartbeats]).get(heartbeats, {}).values()) > beats, timeout,
+                   f"a heartbeat of {connector}", "see `sandbox logs connect`")
+        client.stop(connector)
+        if signals.snapshot_in_progress(client.offsets(connector)):
+            raise SandboxError(f"{connector}'s offsets still hold a snapshot after its heartbeat",
+                               "see `sandbox logs connect`; `sandbox up` gives it its own settings")
+    except BaseException:
+        client.resume(connector)
+        raise
+    client.put_config(connector, own)
+    client.resume(connector)
+    client.wait_running(connector)
+
+
+def _snapshot_read(event) -> bool:
+    return event.value is not None and event.value.get("__op") == "r"
+
+
+def _expect_interleaved(events: list, made: list, table: str) -> None:
+    first_change = min((i for i, e in enumerate(events) if not _snapshot_read(e)
+                        and any(c.produced_by(e.value or {}, e.key, (e.value or {}).get("__op")) for c in made)),
+                       default=None)
+    if first_change is None or not any(_snapshot_read(e) for e in events[first_change:]):
+        raise SandboxError(f"{table}'s incremental snapshot was over before the changes made while it ran reached "
+                           "its topic, so no chunk was read around them",
+                           "set a smaller incremental.snapshot.chunk.size in the scenario's `debezium:` settings")
 
 
 def _registry_outage(pipeline, oracle: Oracle) -> None:
@@ -800,24 +938,19 @@ def _grow_topic(args: dict, pipeline, mutator: Mutator, oracle: Oracle) -> None:
                            f"row's last event, in partition {mover.partition})", "see `sandbox logs connect`")
 
 
-def _change(mutator: Mutator, kind: str, args: dict) -> None:
+def _change(mutator: Mutator, kind: str, args: dict) -> Change:
     table = args["table"]
-    if kind == "insert":
-        mutator.insert(table, _values(args["row"]))
-    elif kind == "update":
-        mutator.update(table, args["key"], _values(args["set"]))
-    elif kind == "delete":
-        mutator.delete(table, args["key"])
-    elif kind == "update_key":
-        mutator.update_key(table, args["key"], args["new_key"])
-    elif kind == "add_column":
-        mutator.add_column(table, args["column"], args["type"], _values(args).get("default"))
-    elif kind == "drop_column":
-        mutator.drop_column(table, args["column"])
-    elif kind == "alter_column":
-        mutator.alter_column(table, args["column"], args["type"])
-    elif kind == "truncate":
-        mutator.truncate(table)
+    make = {
+        "insert": lambda: mutator.insert(table, _values(args["row"])),
+        "update": lambda: mutator.update(table, args["key"], _values(args["set"])),
+        "delete": lambda: mutator.delete(table, args["key"]),
+        "update_key": lambda: mutator.update_key(table, args["key"], args["new_key"]),
+        "add_column": lambda: mutator.add_column(table, args["column"], args["type"], _values(args).get("default")),
+        "drop_column": lambda: mutator.drop_column(table, args["column"]),
+        "alter_column": lambda: mutator.alter_column(table, args["column"], args["type"]),
+        "truncate": lambda: mutator.truncate(table),
+    }
+    return make[kind]()
 
 
 def _typed(shape, column: str, value):

@@ -66,8 +66,15 @@ class TableState:
 
 def positioned(events: Iterable[Event], kind: str) -> list[tuple[int, Event]]:
     """The events that change the table (tombstones carry nothing), each with its source position, in the order
-    they take effect."""
-    placed = [(event_position(kind, event.value), event) for event in events if event.value is not None]
+    they take effect. A Postgres incremental snapshot's read carries no LSN: it takes the highest position of the
+    events before it in its partition, after all of which and before any after which Debezium sent it."""
+    placed, highest = [], {}
+    for event in sorted((e for e in events if e.value is not None), key=lambda e: (e.partition, e.place, e.offset)):
+        position = event_position(kind, event.value)
+        if position is None:
+            position = highest.get(event.partition, 0)
+        highest[event.partition] = max(position, highest.get(event.partition, 0))
+        placed.append((position, event))
     return sorted(placed, key=lambda pair: (pair[0], pair[1].timestamp, pair[1].partition, pair[1].offset))
 
 

@@ -16,8 +16,8 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 with warnings.catch_warnings():  # kafka-python loads its protocol schemas through importlib.resources' old API
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -136,6 +136,18 @@ def grow(bootstrap: str, connect_url: str, connector: str, topic: str, count: in
     wait_until(lambda: len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == count, 30,
                f"{topic} to show {count} partitions", "see `sandbox logs kafka`")
     ConnectClient(connect_url).cycle(connector)
+
+
+def ensure_topic(bootstrap: str, topic: str) -> None:
+    """The topic, created with one partition if it does not exist yet (so that a reader can start at its end)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    if topic in admin.list_topics(timeout=10).topics:
+        return
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=60)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise SandboxError(f"creating topic {topic} failed: {exc}", "see `sandbox logs kafka`") from None
 
 
 TOPICS_TIMEOUT = 120  # Debezium creates a table's topic with the first event of its snapshot

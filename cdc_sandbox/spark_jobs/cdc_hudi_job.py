@@ -196,6 +196,40 @@ def latest_per_key(rows: DataFrame, spec: TableSpec) -> DataFrame:
     return rows.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
 
 
+def batch_extent(positioned: DataFrame, spec: TableSpec, truncate: Column, key_only_deletes: bool):
+    """What one pass over the table's changes tells: the highest position among all of them (the commit reaches it,
+    also where a later change of the same key supersedes one), and what the batch holds."""
+    return positioned.agg(F.max("_source_position").alias("position"), F.max("timestamp").alias("kafka"),
+                          F.count(F.lit(1)).alias("changes"),
+                          F.max(F.when(truncate, F.col("_source_position"))).alias("truncated_at"),
+                          F.max(images.any_left_out(positioned, spec, key_only_deletes)).alias("left_out"),
+                          F.max_by("_schema_id", F.when(~truncate, F.col("_source_position"))).alias("schema"),
+                          F.max(deleting(positioned)).alias("deletes"),
+                          F.max(F.col("_source_position").isNull()).alias("unplaced")
+                          ).first()
+
+
+def placed_snapshot_reads(spark: SparkSession, config: JobConfig, spec: TableSpec, rows: DataFrame) -> DataFrame:
+    """Debezium's incremental snapshot reads of a Postgres table carry no LSN. A read holds its row as the chunk
+    found it, after every change the connector sent before it and before every change it sends after (its
+    watermarks), so it takes the highest position among the events before it in its partition, or else that of the
+    table's latest commit."""
+    before = Window.partitionBy("partition").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
+    position = rows.schema["_source_position"].dataType
+    floor = F.lit(reached_before(spark, config.silver_path(spec.table))).cast(position)
+    placed = F.greatest(F.max("_source_position").over(before), floor)
+    return rows.withColumn("_source_position", F.coalesce(F.col("_source_position"), placed))
+
+
+def reached_before(spark: SparkSession, path: str) -> int:
+    """The highest source position the table's commits reached (0 for a table without one)."""
+    if path not in _REACHED:
+        table, fs = hadoop_path(spark, path)
+        value = recorded(spark, fs, path, f"{COMMIT_META_PREFIX}max_source_position") if fs.exists(table) else None
+        _REACHED[path] = int(value) if value else 0
+    return _REACHED[path]
+
+
 def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, changes: DataFrame, batch_id: int) -> dict:
     watch = Stopwatch()
     with watch.phase("prepare"):
@@ -203,15 +237,10 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
         positioned = source_position(changes, spec.position)
         truncate = F.col("__op") == F.lit(TRUNCATE) if "__op" in positioned.columns else F.lit(False)
         key_only_deletes = config.key_only_deletes_of(spec)
-        # The commit reaches the highest position among all the batch's changes, also those a later change of the
-        # same key supersedes.
-        extent = positioned.agg(F.max("_source_position").alias("position"), F.max("timestamp").alias("kafka"),
-                                F.count(F.lit(1)).alias("changes"),
-                                F.max(F.when(truncate, F.col("_source_position"))).alias("truncated_at"),
-                                F.max(images.any_left_out(positioned, spec, key_only_deletes)).alias("left_out"),
-                                F.max_by("_schema_id", F.when(~truncate, F.col("_source_position"))).alias("schema"),
-                                F.max(deleting(positioned)).alias("deletes")
-                                ).first()
+        extent = batch_extent(positioned, spec, truncate, key_only_deletes)
+        if extent["unplaced"]:
+            positioned = placed_snapshot_reads(spark, config, spec, positioned)
+            extent = batch_extent(positioned, spec, truncate, key_only_deletes)
         # A decimal(38,0) position (binlog, SQL Server) arrives as a Decimal; as an int it goes into the commit
         # metadata as plain digits and into the batch summary as a number.
         reached = None if extent["position"] is None else int(extent["position"])
@@ -248,6 +277,8 @@ def write_silver(spark: SparkSession, config: JobConfig, spec: TableSpec, change
             raise
     if carried:
         _CARRIED[config.silver_path(spec.table)] = carried
+    if reached is not None:
+        _REACHED[config.silver_path(spec.table)] = max(reached, _REACHED.get(config.silver_path(spec.table), 0))
     if not config.metastore_uri:  # with a metastore, Hudi's Hive sync registered it as part of the upsert
         with watch.phase("register"):
             register(spark, config, spec.table)
@@ -310,6 +341,7 @@ def truncated(spark: SparkSession, config: JobConfig, spec: TableSpec, rows: Dat
 
 
 _CARRIED: dict[str, frozenset[str]] = {}  # silver table -> the source columns its latest commit's events carried
+_REACHED: dict[str, int] = {}  # silver table -> the highest source position its commits reached
 
 
 def source_columns(changes: DataFrame, schema_id: int | None) -> frozenset[str]:

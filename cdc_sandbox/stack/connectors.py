@@ -161,6 +161,13 @@ class ConnectClient:
             raise SandboxError(f"Kafka Connect could not set the offsets of {name}: {response.text[:500]}",
                                "stop the connector first; see `sandbox logs connect`")
 
+    def reset_offsets(self, name: str) -> None:
+        """Forget the connector's source offsets, as if it had never run; it must be stopped (`stop`)."""
+        response = requests.delete(f"{self.url}/connectors/{name}/offsets", timeout=30)
+        if response.status_code >= 400:
+            raise SandboxError(f"Kafka Connect could not reset the offsets of {name}: {response.text[:500]}",
+                               "stop the connector first; see `sandbox logs connect`")
+
     def rewind_binlog(self, name: str, mark) -> None:
         """Set a binlog connector back to `mark` (a `positions.BinlogMark`): it reads the binlog again from there and
         sends every change since once more, as after an operator resets its offsets. The connector runs again when

@@ -10,8 +10,8 @@ from cdc_sandbox.replay.fold import Event, fold, states_at
 KEY = ("catid",)
 
 
-def event(offset: int, lsn: int, op: str, catid: int | None = None, name: str | None = None, deleted: bool = False,
-          partition: int = 0) -> Event:
+def event(offset: int, lsn: int | None, op: str, catid: int | None = None, name: str | None = None,
+          deleted: bool = False, partition: int = 0) -> Event:
     value = {"__op": op, "__lsn": lsn}
     if catid is not None:
         value |= {"catid": catid, "catname": name, "__deleted": "true" if deleted else "false"}
@@ -102,3 +102,13 @@ def test_what_an_event_leaves_out_is_the_keys_previous_value():
                     {"catid": 1, "catname": None, "__op": "d", "__deleted": "true", "__lsn": 120})]
     assert fold(events[:2], "lsn", KEY).live[(1,)]["catname"] == "long text"
     assert fold(events, "lsn", KEY).deleted[(1,)] == {"catid": 1, "catname": "long text"}
+
+
+def test_an_incremental_snapshots_read_without_an_lsn_lands_between_the_changes_sent_around_it():
+    """Debezium sent the read of key 1 after the change at 120 and before the one at 160: it wins over the first and
+    loses to the second, whatever their keys."""
+    read = event(2, None, "r", 1, "read")
+    sent = [event(0, 100, "c", 1, "first"), event(1, 120, "c", 2, "two"), read, event(3, 160, "u", 1, "later")]
+    assert fold(sent[:3], "lsn", KEY).live[(1,)]["catname"] == "read"
+    assert fold(sent, "lsn", KEY).live[(1,)]["catname"] == "later"
+    assert fold([event(0, None, "r", 1, "only")], "lsn", KEY).live[(1,)]["catname"] == "only"

@@ -11,6 +11,8 @@ import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR, Settings
 from cdc_sandbox.harness import scenario
+from cdc_sandbox.sources import signals
+from cdc_sandbox.sources.changes import ChangeEvent
 from tests import PROJECT_ROOT
 
 pytest_plugins = ["pytester"]
@@ -54,6 +56,36 @@ def test_a_valid_scenario_becomes_steps_with_their_lines(tmp_path):
     spec = loaded(tmp_path, GOOD)
     assert [(s.kind, s.line) for s in spec.steps] == [("check", 4), ("update", 5), ("check", 6)]
     assert spec.labels == ["start", "end"]
+
+
+def test_a_snapshot_holds_its_changes_and_a_given_key_they_insert_is_cleared_first(tmp_path):
+    spec = loaded(tmp_path, GOOD.replace("- check: end", "- snapshot_table:\n      table: category\n      while:\n"
+                                         "        - insert: {table: category, row: {catid: 77, catgroup: g}}\n"
+                                         "  - check: end"))
+    step = spec.steps[2]
+    assert (step.kind, step.args["table"], [c.kind for c in step.args["while"]]) == ("snapshot_table", "category",
+                                                                                     ["insert"])
+    assert ("category", {"catid": 77}) in scenario._claimed_keys(spec)
+
+
+def test_a_connectors_offsets_tell_an_unfinished_incremental_snapshot():
+    streaming = [{"partition": {"server": "tickit"}, "offset": {"lsn": 123, "txId": 9}}]
+    snapshotting = [{"partition": {"server": "tickit"}, "offset": {"lsn": 130, "incremental_snapshot_collections":
+                                                                   "[...]", "incremental_snapshot_primary_key": "x"}}]
+    initial = [{"partition": {"server": "tickit"}, "offset": {"lsn": 140, "snapshot": True,
+                                                              "last_snapshot_record": False}}]
+    assert not signals.snapshot_in_progress(streaming) and not signals.snapshot_in_progress([])
+    assert signals.snapshot_in_progress(snapshotting) and signals.snapshot_in_progress(initial)
+
+
+def test_only_an_incremental_snapshots_completion_notice_counts():
+    def notice(**value):
+        return ChangeEvent("n", 0, 0, None, value, None)
+
+    assert signals.completed(notice(aggregate_type="Incremental Snapshot", type="COMPLETED", id="x"))
+    assert not signals.completed(notice(aggregate_type="Incremental Snapshot", type="IN_PROGRESS"))
+    assert not signals.completed(notice(aggregate_type="Initial Snapshot", type="COMPLETED"))
+    assert not signals.completed(ChangeEvent("n", 0, 0, None, None, None))
 
 
 def test_a_rewind_has_its_check_note_where_the_binlog_ends(tmp_path):
@@ -138,6 +170,23 @@ def test_a_registry_outage_runs_the_job_after_a_change(tmp_path):
      "silver.category takes partition_by, hive_style, index"),
     (DATES.replace("to: start", "to: later"), 7, "rewind_connector: no check labelled 'later' before it"),
     (DATES.replace("to: start", "position: 4"), 7, "rewind_connector takes table (its connector is rewound) and to"),
+    (GOOD.replace("- check: end", "- snapshot_table: {table: category}"), 6,
+     "snapshot_table takes table (snapshotted incrementally), while"),
+    (GOOD.replace("- check: end", "- snapshot_table: {table: category, chunk_rows: 0, while: [{delete: {table: "
+                                  "category, key: {catid: 1}}}]}"), 6, "chunk_rows is a number of rows"),
+    (GOOD.replace("- check: end", "- snapshot_table: {table: category, while: []}"), 6, "while is a list of changes"),
+    (GOOD.replace("- check: end", "- snapshot_table: {table: category, while: [{check: x}]}"), 6,
+     "while holds row changes only"),
+    (GOOD.replace("tables: [category]", "tables: [category, venue]").replace(
+        "- check: end", "- snapshot_table: {table: category, while: [{delete: {table: venue, key: {venueid: 1}}}]}"),
+     6, "one of them to category"),
+    (GOOD.replace("tables: [category]", "tables: [category, user]").replace(
+        "- check: end", "- snapshot_table: {table: user, while: [{delete: {table: user, key: {userid: 1}}}]}"),
+     6, "user is on sqlserver: the sandbox signals incremental snapshots on Postgres, MariaDB and MySQL"),
+    (DATES.replace("rewind_connector: {table: date, to: start}", "reset_connector: {table: date}"), 7,
+     "date is on mariadb: reset_connector resets a Postgres connector"),
+    (GOOD.replace("- check: end", "- reset_connector: {table: category, to: start}"), 6,
+     "reset_connector takes table"),
 ])
 def test_a_malformed_scenario_names_file_line_and_reason(tmp_path, text, line, reason):
     path = tmp_path / "broken.yaml"
