@@ -468,6 +468,8 @@ def record(
     since: str = typer.Option(None, help="Start each partition at its first message at or after this time "
                                          "(ISO 8601, e.g. 2026-11-29T14:00:00Z)."),
     as_json: bool = typer.Option(False, "--json", help="Print the archive's manifest as JSON."),
+    from_bronze: str = typer.Option(None, help="Record from the bronze files of this lake (s3a://bucket/lake) "
+                                               "instead of Kafka: the messages the job kept as it read them."),
 ):
     """Record topics' messages with the schemas they name and the connectors' configs into an incident archive."""
     from cdc_sandbox.replay import archive
@@ -478,10 +480,14 @@ def record(
         settings = Settings.load()
         start = archive.Range(from_offset=from_offset, from_time_ms=_epoch_ms(since) if since else None)
         target = out or Path(f"incident-{time.strftime('%Y%m%dT%H%M%S')}.tar.gz")
-        client = ConnectClient(settings.url("connect"))
-        configs = {name: redacted(client.registered_config(name) or {}) for name in client.connectors()}
-        manifest = archive.record(settings.endpoint("kafka").address, RegistryClient(settings.registry_api_url),
-                                  topics or settings.topology.topics(), target, start, configs)
+        registry = RegistryClient(settings.registry_api_url)
+        if from_bronze:
+            manifest = _record_bronze(settings, from_bronze, registry, target, topics, start)
+        else:
+            client = ConnectClient(settings.url("connect"))
+            configs = {name: redacted(client.registered_config(name) or {}) for name in client.connectors()}
+            manifest = archive.record(settings.endpoint("kafka").address, registry,
+                                      topics or settings.topology.topics(), target, start, configs)
     except SandboxError as exc:
         _fail(exc)
     if as_json:
@@ -498,15 +504,19 @@ def replay(
     archive_file: Path = typer.Argument(..., metavar="ARCHIVE", help="An archive `sandbox record` wrote."),
     name: str = typer.Option(None, help="The replay's name: its topics are replay.<name>.<topic> (default: the "
                                         "archive's name and the time)."),
-    batch_messages: int = typer.Option(None, help="At most this many messages per micro-batch (default: all)."),
+    batch_messages: int = typer.Option(None, help="At most this many messages per micro-batch (default: all); for "
+                                                  "a job file's job, this many more of each partition per run."),
+    job: str = typer.Option("builtin", help="The job under test: 'builtin' or a job file "
+                                            "(examples/team_job/sandbox-job.yaml)."),
 ):
     """Replay an incident archive: its messages into topics of their own, the job over them on a new lake, and
     every commit checked against the recorded events; exits 1 naming the first event whose effect is wrong."""
+    from cdc_sandbox.harness import jobs
     from cdc_sandbox.replay.run import replay as run_replay
 
     name = name or f"{archive_file.name.split('.')[0]}-{time.strftime('%Y%m%dT%H%M%S')}"
     try:
-        verdict = run_replay(Settings.load(), archive_file, name, batch_messages)
+        verdict = run_replay(Settings.load(), archive_file, name, batch_messages, job_under_test=jobs.load(job))
     except SandboxError as exc:
         _fail(exc)
     for table in verdict.tables:
@@ -518,6 +528,18 @@ def replay(
     console.print(f"lake: {verdict.lake}; topics: {', '.join(verdict.topics.values())}", highlight=False,
                   soft_wrap=True)
     raise typer.Exit(0 if verdict.passed else 1)
+
+
+def _record_bronze(settings: Settings, lake: str, registry, target: Path, topics: list[str] | None, start) -> dict:
+    from cdc_sandbox.harness import job
+    from cdc_sandbox.replay.bronze import from_bronze
+    from cdc_sandbox.stack.services.localstack import s3_client
+
+    if start.from_offset is not None or start.from_time_ms is not None:
+        raise SandboxError("--from-offset and --since choose where to read Kafka, not bronze",
+                           "record the whole bronze of the lake (`--from-bronze` alone), or record from Kafka")
+    bronze_path = job.job_config(settings, lake=lake.rstrip("/")).bronze_path
+    return from_bronze(s3_client(settings.url("localstack")), bronze_path, registry, target, topics)
 
 
 def _epoch_ms(text: str) -> int:

@@ -5,7 +5,8 @@
 - disk used by the state directory and by the resolved jars;
 - full TICKIT generated and bulk-loaded into empty tables of all sources (in `_bench` schemas/databases);
 - Debezium's initial snapshot of those seven tables into Kafka, by temporary connectors (rows/s);
-- the job's latency per change (`job_latency`), and `sandbox query sale` as a user runs it.
+- the job's latency per change (`job_latency`), and `sandbox query sale` as a user runs it;
+- `sandbox record` and `sandbox replay` of 100,000 messages (`archives`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from cdc_sandbox.bench import job_latency, snapshot
+from cdc_sandbox.bench import archives, job_latency, snapshot
 from cdc_sandbox.config import Settings
 from cdc_sandbox.sources import tickit
 from cdc_sandbox.stack import backends, jvm, process
@@ -103,6 +104,7 @@ def main() -> None:
         median = statistics.median(times)
         console.print(f"`sandbox query sale` (hudi-rs, a new process each): median [bold]{median:.2f} s[/bold] "
                       f"of {len(times)} ({times[0]:.2f}-{times[-1]:.2f} s)")
+    archives.report(settings, console.print)
 
 
 if __name__ == "__main__":

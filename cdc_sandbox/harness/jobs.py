@@ -26,7 +26,8 @@ A team's job is described by a YAML file (`--sandbox-job=<file>`, `sandbox scena
     settings: {ordering: source_sequence}   # passed to the job as they are
 
 Paths are relative to the YAML file. The values: kafka_bootstrap, registry_url, s3_endpoint, lake, silver,
-checkpoint, tables (the tables this test follows, comma-separated), starting_offsets (JSON, or "earliest"),
+checkpoint, tables (the tables this test follows, comma-separated), topic_<table> (the topic to read each of them
+from: its own, or a replay's), starting_offsets (JSON, or "earliest"),
 spark_submit and spark_conf (the `--conf` options for the sandbox's jars and S3), and what a test or scenario asks
 of the job: table_type (COPY_ON_WRITE or MERGE_ON_READ), hard_deletes (true or false), compaction_delta_commits.
 """
@@ -134,7 +135,8 @@ def values_for(config: JobConfig, settings: dict) -> dict[str, str]:
             "checkpoint": config.checkpoint(), "tables": ",".join(spec.table for spec in config.tables),
             "table_type": config.table_type, "hard_deletes": str(config.hard_deletes).lower(),
             "compaction_delta_commits": str(config.compaction_delta_commits),
-            "starting_offsets": json.dumps(config.starting_offsets) if config.starting_offsets else "earliest"}
+            "starting_offsets": json.dumps(config.starting_offsets) if config.starting_offsets else "earliest",
+            **{f"topic_{spec.table}": spec.topic for spec in config.tables}}
 
 
 def _in_session(function: Callable, settings: dict) -> Callable:

@@ -135,11 +135,11 @@ def _read(consumer: Consumer, topic: str, ranges: dict[int, tuple[int, int]], fo
 def _as_line(message) -> dict:
     timestamp_type, timestamp = message.timestamp()
     return {"offset": message.offset(), "timestamp": timestamp, "timestamp_type": timestamp_type,
-            "key": _b64(message.key()), "value": _b64(message.value()),
-            "headers": [[name, _b64(value)] for name, value in (message.headers() or [])]}
+            "key": as_base64(message.key()), "value": as_base64(message.value()),
+            "headers": [[name, as_base64(value)] for name, value in (message.headers() or [])]}
 
 
-def _b64(data: bytes | None) -> str | None:
+def as_base64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode()
 
 

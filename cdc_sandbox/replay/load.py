@@ -64,28 +64,46 @@ class Loaded:
 
 def load(archive: Archive, bootstrap: str, registry_url: str, name: str) -> Loaded:
     """Create the replay's topics, register the schemas again and write every message, in order."""
+    loaded = prepare(archive, bootstrap, registry_url, name)
+    write(archive, loaded, bootstrap, {topic: {p: (0, len(lines)) for p, lines in partitions.items()}
+                                       for topic, partitions in archive.messages.items()})
+    return loaded
+
+
+def prepare(archive: Archive, bootstrap: str, registry_url: str, name: str) -> Loaded:
+    """Create the replay's topics and register the schemas again; no message is written yet (`write`)."""
     topics = {topic: replay_topic(name, topic) for topic in archive.messages}
-    _create_topics(bootstrap, {topics[topic]: len(partitions) for topic, partitions in archive.messages.items()})
+    # Partitions keep their numbers: a recording from a time may hold the later partitions of a topic alone.
+    _create_topics(bootstrap, {topics[topic]: max(partitions, default=0) + 1
+                               for topic, partitions in archive.messages.items()})
     ids = {(topic, role, old): register(registry_url, f"{topics[topic]}-{role}", archive.schemas[old])
            for topic, role, old in sorted(schema_uses(archive))}
+    return Loaded(topics, ids, sum(len(lines) for partitions in archive.messages.values()
+                                   for lines in partitions.values()))
+
+
+def write(archive: Archive, loaded: Loaded, bootstrap: str, ranges: dict[str, dict[int, tuple[int, int]]]) -> int:
+    """Write the archive's messages of each partition from the first to the last index `ranges` gives (start
+    included, end not), in order, into the replay's topics; returns how many."""
     producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "enable.idempotence": True,
                          "linger.ms": 20})
     failures, written = [], 0
-    for topic, partitions in archive.messages.items():
-        for partition, lines in partitions.items():
-            for line in lines:
-                producer.produce(topics[topic], partition=partition, timestamp=line["timestamp"],
-                                 key=_rewritten(line["key"], topic, "key", ids),
-                                 value=_rewritten(line["value"], topic, "value", ids),
+    for topic, partitions in ranges.items():
+        for partition, (start, end) in partitions.items():
+            for line in archive.messages[topic][partition][start:end]:
+                producer.produce(loaded.topics[topic], partition=partition, timestamp=line["timestamp"],
+                                 key=_rewritten(line["key"], topic, "key", loaded.schema_ids),
+                                 value=_rewritten(line["value"], topic, "value", loaded.schema_ids),
                                  headers=[(h, None if v is None else base64.b64decode(v)) for h, v in line["headers"]]
                                  or None,
                                  on_delivery=lambda error, _: error and failures.append(error))
                 written += 1
                 producer.poll(0)
-    producer.flush(120)
-    if failures:
-        raise SandboxError(f"writing the replay's messages failed: {failures[0]}", "see `sandbox logs kafka`")
-    return Loaded(topics, ids, written)
+    unsent = producer.flush(120)
+    if failures or unsent:
+        raise SandboxError(f"writing the replay's messages failed: {failures[0] if failures else f'{unsent} unsent'}",
+                           "see `sandbox logs kafka`")
+    return written
 
 
 def _rewritten(part: str | None, topic: str, role: str, ids: dict) -> bytes | None:

@@ -187,6 +187,8 @@ def start_for_sandbox(spark: SparkSession, sandbox: dict[str, str], once: bool):
     settings = read_properties(Path(__file__).with_name("job.properties"))
     settings |= {SANDBOX_VALUES.get(name, name): value for name, value in sandbox.items()
                  if name in SANDBOX_VALUES or name in settings}
+    settings |= {f"table.{name.removeprefix('topic_')}.topic": topic for name, topic in sandbox.items()
+                 if name.startswith("topic_") and f"table.{name.removeprefix('topic_')}.key" in settings}
     if settings["hoodie.datasource.write.table.type"] == "MERGE_ON_READ":
         settings["hoodie.compact.inline"] = "true"
     settings["hoodie.datasource.meta.sync.enable"] = "false"  # the harness's lakes live for one test module

@@ -6,20 +6,28 @@ row and the late event the batch read."""
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 import uuid
 
 import pytest
 
-from cdc_sandbox.replay import edit
+from cdc_sandbox.config import PACKAGE_DIR
+from cdc_sandbox.harness import jobs
+from cdc_sandbox.harness import scenario as scenarios
+from cdc_sandbox.harness.oracle import Oracle, RunStats
+from cdc_sandbox.replay import bronze, edit
 from cdc_sandbox.replay.archive import Range, read_archive, record
 from cdc_sandbox.replay.run import replay
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
 from cdc_sandbox.sources.registry import RegistryClient
+from tests import PROJECT_ROOT
 from tests.broken_variants import VARIANTS
 
 pytestmark = [pytest.mark.e2e]
 
 KEY = {"catid": 9771}
+TEAM_JOB = PROJECT_ROOT / "examples" / "team_job" / "sandbox-job.yaml"
 
 
 @pytest.fixture
@@ -58,3 +66,83 @@ def test_an_older_change_delivered_late_is_judged_by_the_recorded_events(sandbox
     problem = failed.tables[0].problems[0]
     assert "(batch 2)" in problem and "expected (9771, 'Shows', 'third'" in problem
     assert f"the batch read its events at offset {late} " in problem
+
+
+def test_a_scenario_recorded_and_replayed_gets_the_scenarios_verdict(request, sandbox, spark, pipeline_factory,
+                                                                     mutator, tmp_path, monkeypatch):
+    """A scenario whose older change arrives again after the newer one (old-event-redelivered) passes with the
+    built-in job; the events it sent, recorded and replayed a message per micro-batch, pass too, and fail with the
+    job that merges by arrival time, which that scenario catches (test_broken_variants_caught.py)."""
+    spec = scenarios.load(PACKAGE_DIR / "fixtures" / "scenarios" / "old-event-redelivered.yaml")
+    topics = [sandbox.topology.topic(mutator.placement(table).captured.namespace, table) for table in spec.tables]
+    bootstrap, registry = sandbox.endpoint("kafka").address, RegistryClient(sandbox.registry_api_url)
+    started_ms = int(time.time() * 1000)
+    pipeline = pipeline_factory(only=spec.tables)
+    oracle = Oracle(sandbox, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"), stats=RunStats())
+    scenarios.run(spec, pipeline, mutator, oracle)
+    path = tmp_path / "scenario.tar.gz"
+    record(bootstrap, registry, topics, path, Range(from_time_ms=started_ms))
+    sent = {p: lines for p, lines in read_archive(path).messages[topics[0]].items() if lines}
+    assert sum(map(len, sent.values())) >= 4, "the scenario's changes"
+
+    passed = replay(sandbox, path, f"round-{uuid.uuid4().hex[:6]}", batch_messages=1, spark=spark)
+    assert passed.passed, passed.tables[0].problems
+    assert passed.tables[0].commits >= 4, "a commit per recorded change of the scenario"
+
+    from_bronze = tmp_path / "bronze.tar.gz"  # the same messages, as the scenario's job kept them in its bronze
+    bronze.from_bronze(pipeline.s3, pipeline.config.bronze_path, registry, from_bronze, topics)
+    kept = read_archive(from_bronze).messages[topics[0]]
+    for partition, lines in sent.items():
+        assert [_sent(line) for line in kept[partition] if line["offset"] >= lines[0]["offset"]] == \
+            [_sent(line) for line in lines]
+    assert replay(sandbox, from_bronze, f"bronze-{uuid.uuid4().hex[:6]}", spark=spark).passed
+
+    VARIANTS["merge-by-arrival-time"](monkeypatch)
+    failed = replay(sandbox, path, f"round-{uuid.uuid4().hex[:6]}", batch_messages=1, spark=spark)
+    assert not failed.passed
+
+
+def _sent(line: dict) -> tuple:
+    return line["offset"], line["timestamp"], line["key"], line["value"]
+
+
+def test_a_teams_job_replayed_keeps_a_late_older_change_when_it_orders_by_source_time(sandbox, spark, mutator,
+                                                                                       tmp_path):
+    """Two updates of a row stamped with one source time (a binlog's second), recorded and swapped so that the older
+    arrives in a later micro-batch: the team's example job ordering by `source_ts_ms` lets Hudi keep the late one,
+    and the replay names the event that decides the row and the late one; ordered by the source log it passes."""
+    key = {"dateid": 9791}
+    topic = sandbox.topology.topic(mutator.placement("date").captured.namespace, "date")
+    bootstrap, registry = sandbox.endpoint("kafka").address, RegistryClient(sandbox.registry_api_url)
+    if mutator.read_row("date", key) is not None:
+        mutator.delete("date", key)
+    before = end_offsets(bootstrap, [topic])[topic]
+    mutator.source_clock = dt.datetime(2008, 9, 1, 12, 0, 0)
+    try:
+        mutator.insert("date", key | {"caldate": dt.date(2008, 9, 1), "day": "MO", "week": 35, "month": "SEP",
+                                      "qtr": "3", "year": 2008, "holiday": False})
+        mutator.update("date", key, {"week": 36})
+        last = mutator.update("date", key, {"week": 37})
+    finally:
+        mutator.source_clock = None
+    with ChangeReader(bootstrap, topic, registry, from_offsets=before) as reader:
+        [event] = reader.wait_for_change(last, 60)
+    recorded_path = tmp_path / "recorded.tar.gz"
+    record(bootstrap, registry, [topic], recorded_path, Range(from_offset=before[event.partition]))
+    lines = read_archive(recorded_path).messages[topic][event.partition]
+    assert len(lines) == 3, "the topic holds only the test's changes from there"
+    swapped = tmp_path / "swapped.tar.gz"
+    edit.write_edited(edit.swap(read_archive(recorded_path), topic, event.partition, lines[1]["offset"],
+                                lines[2]["offset"]), swapped)
+
+    team = jobs.load(TEAM_JOB, {"ordering": "source_ts_ms"})
+    failed = replay(sandbox, swapped, f"team-{uuid.uuid4().hex[:6]}", batch_messages=1, spark=spark,
+                    job_under_test=team)
+    assert not failed.passed
+    problem = failed.tables[0].problems[0]
+    assert "expected (9791, " in problem and f"the batch read its events at offset {lines[1]['offset']} " in problem
+    assert f"offset {lines[2]['offset']}" in problem.split("The event that decides it: ")[1].split(";")[0]
+    passed = replay(sandbox, swapped, f"team-{uuid.uuid4().hex[:6]}", batch_messages=1, spark=spark,
+                    job_under_test=team.with_settings(ordering="source_sequence"))
+    assert passed.passed, passed.tables[0].problems
+    assert passed.tables[0].commits == 3

@@ -10,7 +10,7 @@ import struct
 import pytest
 
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.replay import load
+from cdc_sandbox.replay import load, run
 from cdc_sandbox.replay.archive import Archive
 from cdc_sandbox.sources.registry import frame_global_id
 from tests.unit.http_fake import serve
@@ -61,3 +61,11 @@ def test_a_schema_the_registry_refuses_is_named():
 
 def test_replay_topics_are_apart_from_the_live_ones():
     assert load.replay_topic("incident-42", "tickit.ems.category") == "replay.incident-42.tickit.ems.category"
+
+
+def test_a_team_jobs_replay_writes_each_partition_in_steps_of_its_messages():
+    archive = Archive({}, {"t": {0: [{}] * 5, 1: [{}] * 2}, "u": {0: [{}]}})
+    assert run.steps(archive, 2) == [{"t": {0: 2, 1: 2}, "u": {0: 1}}, {"t": {0: 4, 1: 2}, "u": {0: 1}},
+                                     {"t": {0: 5, 1: 2}, "u": {0: 1}}]
+    assert run.steps(archive, None) == [{"t": {0: 5, 1: 2}, "u": {0: 1}}]
+    assert run.steps(Archive({}, {"t": {0: []}}), None) == []

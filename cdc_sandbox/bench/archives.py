@@ -1,0 +1,61 @@
+"""`make bench`'s figures for incident archives: the last 100,000 messages of `sale`'s topic recorded (`sandbox
+record`), then replayed on a new lake with every commit checked (`sandbox replay`); the replay's topics and lake
+are removed after."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from cdc_sandbox.config import Settings
+from cdc_sandbox.harness import job
+from cdc_sandbox.replay import archive
+from cdc_sandbox.replay.load import replay_topic
+from cdc_sandbox.replay.run import replay
+from cdc_sandbox.sources.changes import watermarks
+from cdc_sandbox.sources.registry import RegistryClient
+
+EVENTS = 100_000
+TABLE = "sale"
+
+
+def report(settings: Settings, print_line) -> None:
+    bootstrap = settings.endpoint("kafka").address
+    topic = job.job_config(settings, only=[TABLE]).spec(TABLE).topic
+    held = watermarks(bootstrap, [topic]).get(topic, {})
+    if len(held) != 1 or held[0][1] - held[0][0] < EVENTS:
+        print_line(f"record and replay: {topic} holds fewer than {EVENTS:,} messages in one partition (`sandbox load`)")
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "bench.tar.gz"
+        started = time.monotonic()
+        archive.record(bootstrap, RegistryClient(settings.registry_api_url), [topic], path,
+                       archive.Range(from_offset=held[0][1] - EVENTS))
+        recorded = time.monotonic() - started
+        print_line(f"`sandbox record` of the last {EVENTS:,} messages of {topic}: {recorded:.1f} s, "
+                   f"{path.stat().st_size / 2**20:.1f} MiB")
+        name = f"bench-{int(time.time())}"
+        started = time.monotonic()
+        verdict = None
+        try:
+            verdict = replay(settings, path, name)
+        finally:
+            _remove(settings, name, [topic], verdict.lake if verdict else None)
+    replayed = time.monotonic() - started
+    commits = sum(table.commits for table in verdict.tables)
+    print_line(f"`sandbox replay` of that archive on a new lake: {replayed:.1f} s, {commits} commits checked through "
+               f"both readers, {'as recorded' if verdict.passed else 'WRONG'}")
+
+
+def _remove(settings: Settings, name: str, topics: list[str], lake: str | None) -> None:
+    """The replay's topics and its lake (if it got as far), once it is measured."""
+    if lake:
+        job.delete_lake(settings, job.job_config(settings, lake=lake))
+    admin = AdminClient({"bootstrap.servers": settings.endpoint("kafka").address, "log_level": 0})
+    present = set(admin.list_topics(timeout=10).topics)
+    doomed = [replay_topic(name, topic) for topic in topics if replay_topic(name, topic) in present]
+    for future in admin.delete_topics(doomed).values() if doomed else []:
+        future.result()
