@@ -223,7 +223,7 @@ def _batch_of(commit: Commit) -> str:
 def delivered(events: list[Event], read_until: dict[str, int]) -> list[Event]:
     """The events the job had read: those before each partition's end offset. The replay wrote each partition's
     messages in the archive's order, so a message's offset in the replay topic is its place in that order."""
-    return [event for event in events if event.place < int(read_until.get(str(event.partition), 0))]
+    return read_between(events, {}, read_until)
 
 
 def read_between(events: list[Event], read_from: dict[str, int], read_until: dict[str, int]) -> list[Event]:

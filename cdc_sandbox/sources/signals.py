@@ -45,25 +45,26 @@ def ensure_signal_table(settings: Settings, p: Placement) -> None:
 
 def request_incremental_snapshot(settings: Settings, p: Placement) -> str:
     """Insert the signal that starts an incremental snapshot of `p`'s table; returns the signal's id."""
-    signal_id = str(uuid.uuid4())
-    data = json.dumps({"data-collections": [f"{p.captured.namespace}.{p.table.name}"], "type": "incremental"})
-    with table_connection(settings, p) as conn:
-        with conn.cursor() as cur:
-            cur.execute(f"INSERT INTO {qualified(p.dialect, p.captured.namespace, SIGNAL_TABLE)} (id, type, data) "
-                        "VALUES (%s, %s, %s)", (signal_id, "execute-snapshot", data))
-        conn.commit()
-    return signal_id
+    return _signal(settings, p, "execute-snapshot",
+                   {"data-collections": [f"{p.captured.namespace}.{p.table.name}"], "type": "incremental"})
 
 
 def nudge(settings: Settings, p: Placement) -> None:
     """A `log` signal (Debezium logs its message and does nothing else): a change in the source's log, where a
     binlog connector would otherwise send no heartbeat while nothing changes."""
     ensure_signal_table(settings, p)
+    _signal(settings, p, "log", {"message": "sandbox: nudge"})
+
+
+def _signal(settings: Settings, p: Placement, kind: str, data: dict) -> str:
+    """Insert a signal of `kind` into the signalling table beside `p`'s table; returns its id."""
+    signal_id = str(uuid.uuid4())
     with table_connection(settings, p) as conn:
         with conn.cursor() as cur:
             cur.execute(f"INSERT INTO {qualified(p.dialect, p.captured.namespace, SIGNAL_TABLE)} (id, type, data) "
-                        "VALUES (%s, %s, %s)", (str(uuid.uuid4()), "log", json.dumps({"message": "sandbox: nudge"})))
+                        "VALUES (%s, %s, %s)", (signal_id, kind, json.dumps(data)))
         conn.commit()
+    return signal_id
 
 
 def completed(notice) -> bool:
