@@ -61,12 +61,15 @@ def _fail(exc: SandboxError) -> None:
 
 
 @app.command()
-def up(skip_install: bool = typer.Option(False, help="Do not check or install packages, jars or LocalStack.")):
+def up(skip_install: bool = typer.Option(False, help="Do not check or install packages, jars or LocalStack."),
+       optional: list[str] = typer.Option([], "--with", help="Start an optional service too, and with every later "
+                                          "`sandbox up`: spark-cluster (a Spark master and two workers).")):
     """Install what is missing, start every service, register the connectors, print the status."""
     started = time.monotonic()
     try:
         choice = select.choose(Settings.load())
         settings = select.settings_for(choice)
+        settings.record_optional_services(optional)
         console.print(f"[bold]sandbox up[/bold]: {choice.describe()}, state in {settings.state_dir}", highlight=False)
         with console.status("working…"):
             backends.of(settings).up(settings, _report, skip_install=skip_install)
@@ -120,6 +123,8 @@ def _print_status(settings: Settings, statuses: list, connectors: list[tuple[str
         table.add_row(st.service, f"[{colour}]{st.state}[/{colour}]", address, str(st.pid or "-"), st.version)
     console.print(table)
     for st in statuses:
+        if st.note:
+            console.print(f"{st.service}: {st.note}", highlight=False)
         if st.beyond_loopback:
             console.print(f"[red]{st.service} listens beyond loopback ({', '.join(st.beyond_loopback)})[/red]: "
                           "other machines can reach it; stop it with "
@@ -334,6 +339,8 @@ def job_run(
     from_scratch: bool = typer.Option(False, "--from-scratch", help="Delete the lake (silver, bronze, checkpoints) "
                                       "first and read every topic from its earliest offset."),
     sync: bool = typer.Option(True, help="Sync the silver tables into the metastore (the sandbox's own lake only)."),
+    master: str = typer.Option(None, help="Submit to a Spark cluster, spark://HOST:PORT, instead of local mode "
+                               "(`sandbox up --with spark-cluster` runs one; `sandbox status` shows its URL)."),
 ):
     """Run the job with spark-submit: --once by default (process what is in Kafka, then exit). On the sandbox's own
     lake it syncs every silver table into the metastore (database tickit_cdc_hudi) for `sandbox sql`."""
@@ -361,7 +368,7 @@ def job_run(
         _fail(exc)
     if from_scratch:
         console.print(f"deleted {job.delete_lake(settings, config)} objects of {config.lake}", highlight=False)
-    raise typer.Exit(job.run(settings, config, once=not continuous))
+    raise typer.Exit(job.run(settings, config, once=not continuous, master=master))
 
 
 scenario_app = typer.Typer(help="Scenario files: replay a production CDC bug and check what silver must show.",

@@ -52,8 +52,16 @@ DEFAULT_PORTS = {
     "localstack": 4566,
     "mssql": 1433,
     "metastore": 9083,
+    # The Spark standalone cluster (`sandbox up --with spark-cluster`): each daemon's RPC port and its web UI's.
+    "spark_master": 7077,
+    "spark_master_ui": 8090,
+    "spark_worker_1": 7078,
+    "spark_worker_1_ui": 8091,
+    "spark_worker_2": 7079,
+    "spark_worker_2_ui": 8092,
 }
 SERVICES = ("postgres", "mysql", "kafka", "connect", "apicurio", "localstack", "metastore")
+OPTIONAL_SERVICES = ("spark-cluster",)  # started by `sandbox up --with <name>`, and by every `sandbox up` after it
 BACKENDS = ("native", "compose")
 
 
@@ -373,6 +381,24 @@ class Settings:
         """Remember which backend runs this sandbox, so later commands (status, down, logs) use the same one."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "backend").write_text(f"{self.backend}\n")
+
+    @property
+    def optional_services(self) -> tuple[str, ...]:
+        """The optional services this sandbox runs (`sandbox up --with`), in the order of `OPTIONAL_SERVICES`."""
+        recorded = self.state_dir / "with"
+        chosen = set(recorded.read_text().split()) if recorded.exists() else set()
+        return tuple(name for name in OPTIONAL_SERVICES if name in chosen)
+
+    def record_optional_services(self, names: list[str]) -> None:
+        """Add these to the optional services this sandbox runs (until `sandbox reset` removes its state)."""
+        unknown = sorted(set(names) - set(OPTIONAL_SERVICES))
+        if unknown:
+            raise SandboxError(f"no optional service named {', '.join(unknown)}",
+                               "choose among: " + ", ".join(OPTIONAL_SERVICES))
+        if not names:
+            return
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        (self.state_dir / "with").write_text("".join(f"{name}\n" for name in {*self.optional_services, *names}))
 
     # Paths inside the state directory.
     def data_dir(self, service: str) -> Path:

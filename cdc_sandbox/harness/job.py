@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +18,7 @@ from pathlib import Path
 import psutil
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_sandbox.config import PACKAGE_DIR, CapturedTable, Settings
+from cdc_sandbox.config import LOCALHOST, PACKAGE_DIR, CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness import class_archive
 from cdc_sandbox.harness.checkpoint import delete_prefix, on_s3, split_uri, unvouched_batch
@@ -36,6 +38,7 @@ TABLE_BUCKETS = {"listing": 8, "sale": 8, "user": 4}
 # The JVM's quick compiler alone, for a run that processes what Kafka holds and exits: its optimizing compiler's
 # threads cost more than their code saves in so short a life (README, "The job's settings").
 QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
+EXECUTOR_MEMORY = "1g"  # within what a sandbox's Spark worker offers (`spark_cluster.WORKER_MEMORY`)
 # Spark's streaming checkpoint writes each offsets and commits file to a temporary name and renames it, which S3A
 # does by copying and deleting: 25 S3 requests a file, two files a micro-batch. This manager (spark-hadoop-cloud)
 # writes the file in place through S3A's abortable stream, which makes it visible only when complete.
@@ -116,12 +119,40 @@ def write_config(settings: Settings, config: JobConfig, path: Path | None = None
     return path
 
 
-def spark_submit_command(config: JobConfig, config_path: Path, once: bool, java_options: str = "") -> list[str]:
+def spark_submit_command(config: JobConfig, config_path: Path, once: bool, java_options: str = "",
+                         cluster: list[str] | None = None) -> list[str]:
+    """spark-submit of the job file in local mode, or on a cluster with `cluster` (`cluster_options`)."""
     spark_submit = Path(sys.executable).parent / "spark-submit"
     # Under spark-submit the driver's classpath and JVM options are fixed at launch: they go on the command line.
     conf = [f"--conf={key}={value}" for key, value in driver_conf(config, java_options).items()]
-    return [str(spark_submit), "--master", "local[2]", "--driver-memory", "2g", *conf,
+    return [str(spark_submit), *(cluster or ["--master", "local[2]"]), "--driver-memory", "2g", *conf,
             str(JOB_FILE), "--config", str(config_path), "--once" if once else "--continuous"]
+
+
+def cluster_options(settings: Settings, config: JobConfig, master: str) -> list[str]:
+    """spark-submit's options for a cluster: the executors load the job's jars from the nodes' own disks, as EMR's
+    Hudi bundle is installed on every node (`spark.jars` would copy some 400 MB into each executor's directory),
+    import the job's Python files from the archive Spark ships them, and reach the driver on the sandbox's loopback
+    address."""
+    return ["--master", master, "--deploy-mode", "client", "--py-files", str(python_archive(settings)),
+            f"--conf=spark.executor.extraClassPath={':'.join(config.jars)}",
+            f"--conf=spark.executor.memory={EXECUTOR_MEMORY}",
+            f"--conf=spark.driver.host={LOCALHOST}", f"--conf=spark.driver.bindAddress={LOCALHOST}"]
+
+
+def python_archive(settings: Settings) -> Path:
+    """The package's Python files in one zip for `--py-files`, made again when one of them changes."""
+    sources = sorted(path for path in PACKAGE_DIR.rglob("*.py") if "__pycache__" not in path.parts)
+    fingerprint = hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()[:12]
+    archive = settings.state_dir / "job" / f"cdc_sandbox-{fingerprint}.zip"
+    if not archive.exists():
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        partial = archive.with_suffix(f".{os.getpid()}.part")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zipped:
+            for path in sources:
+                zipped.write(path, Path(PACKAGE_DIR.name) / path.relative_to(PACKAGE_DIR))
+        os.replace(partial, archive)
+    return archive
 
 
 def submit_environment(settings: Settings) -> dict[str, str]:
@@ -143,16 +174,20 @@ DATA_LOSS_ADVICE = ("the lake's checkpoint expects Kafka offsets the topics no l
                     "it from the topics: `sandbox job run --from-scratch` (with the same --lake/--table options)")
 
 
-def run(settings: Settings, config: JobConfig, once: bool, say=functools.partial(print, flush=True)) -> int:
-    """spark-submit the job; each micro-batch's summary becomes one line through `say`, and Spark's own log (and
-    the JVM's warnings) go to `<state>/logs/job.log`, whose tail is shown if the job fails."""
+def run(settings: Settings, config: JobConfig, once: bool, say=functools.partial(print, flush=True),
+        master: str | None = None) -> int:
+    """spark-submit the job (in local mode, or on the cluster at `master`); each micro-batch's summary becomes one
+    line through `say`, and Spark's own log (and the JVM's warnings) go to `<state>/logs/job.log`, whose tail is
+    shown if the job fails."""
     archive_option, recording = class_archive.java_options(settings, config, record=once)
     # A run of a few batches is over before the optimizing compiler pays for itself (README, "The job's settings").
     java_options = " ".join(filter(None, [archive_option, QUICK_COMPILER if once else ""]))
-    command = spark_submit_command(config, write_config(settings, config), once, java_options)
+    command = spark_submit_command(config, write_config(settings, config), once, java_options,
+                                   cluster_options(settings, config, master) if master else None)
     log = settings.log_file("job")
     log.parent.mkdir(parents=True, exist_ok=True)
-    say(f"job: spark-submit {'--once' if once else '--continuous'} on {config.lake} (Spark log: {log})")
+    where = f" on the cluster at {master}" if master else ""
+    say(f"job: spark-submit {'--once' if once else '--continuous'}{where} on {config.lake} (Spark log: {log})")
     if recording:
         say("job: this first run also records the JVM's class archive as it exits (once; later runs start faster)")
     signals: list[int] = []

@@ -177,6 +177,9 @@ def _run(settings: Settings, *args: str, what: str) -> subprocess.CompletedProce
 
 def up(settings: Settings, report, skip_install: bool = False) -> None:
     require_engine(settings, "the compose backend")
+    if settings.optional_services:
+        raise SandboxError(f"the compose backend does not run {', '.join(settings.optional_services)} yet",
+                           f"use the native backend (SANDBOX_BACKEND=native), or remove {settings.state_dir / 'with'}")
     settings.record_ports()
     settings.record_backend()
     write_files(settings)

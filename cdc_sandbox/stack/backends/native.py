@@ -22,6 +22,7 @@ from cdc_sandbox.stack.services.localstack import LocalStack
 from cdc_sandbox.stack.services.mariadb import MariaDB
 from cdc_sandbox.stack.services.metastore import Metastore
 from cdc_sandbox.stack.services.postgres import Postgres
+from cdc_sandbox.stack.services.spark_cluster import CLUSTER, SparkMaster, SparkWorker1, SparkWorker2
 
 # Started together; Kafka Connect comes after them (it needs Kafka, and its connectors need everything else), and
 # so does the metastore (its catalog is a Postgres database).
@@ -29,17 +30,25 @@ INDEPENDENT = (Postgres, MariaDB, Kafka, Apicurio, LocalStack)
 DEPENDENT = (KafkaConnect, Metastore)
 # Only the job needs S3, and LocalStack's restore of a saved lake takes a while: Connect does not wait for it.
 LAKE = (LocalStack,)
+# Optional services (`sandbox up --with`), each started after the others in the order given, its groups side by side.
+OPTIONAL = {CLUSTER: ((SparkMaster,), (SparkWorker1, SparkWorker2))}
 
 
-def all_services(settings: Settings) -> list[NativeService]:
-    return [cls(settings) for cls in (*INDEPENDENT, *DEPENDENT)]
+def all_services(settings: Settings, every_optional: bool = False) -> list[NativeService]:
+    """The services this sandbox runs: the stack, and the optional ones it was brought up with (or every one)."""
+    optional = OPTIONAL if every_optional else {name: OPTIONAL[name] for name in settings.optional_services}
+    return [cls(settings) for cls in (*INDEPENDENT, *DEPENDENT, *_flat(optional.values()))]
+
+
+def _flat(groups) -> list[type]:
+    return [cls for phases in groups for phase in phases for cls in phase]
 
 
 def service(settings: Settings, name: str) -> NativeService:
-    for svc in all_services(settings):
+    for svc in all_services(settings, every_optional=True):
         if svc.name == name:
             return svc
-    names = ", ".join(s.name for s in all_services(settings))
+    names = ", ".join(s.name for s in all_services(settings, every_optional=True))
     raise SandboxError(f"unknown service {name!r}", f"choose one of: {names}")
 
 
@@ -60,7 +69,8 @@ def check_free(ports_by_service: dict[str, list[int]]) -> None:
 
 
 def check_java(services: list[NativeService]) -> None:
-    if any(not s.external for s in services if s.name in ("kafka", "connect", "apicurio", "metastore")):
+    if any(not s.external for s in services if s.name in ("kafka", "connect", "apicurio", "metastore")
+           or s.name.startswith("spark_")):
         jvm.java_binary()
 
 
@@ -110,6 +120,9 @@ def up(settings: Settings, report, skip_install: bool = False) -> None:
         source_tables.create_tables(settings)
         _report_each(start(DEPENDENT), report)
         _report_each(lake, report)
+        for name in settings.optional_services:
+            for phase in OPTIONAL[name]:
+                _report_each(start(phase), report)
     for name in register_all(settings):
         report(f"connector {name}", "RUNNING")
 
@@ -130,13 +143,20 @@ def _report_each(futures: dict, report, hint: str = "`sandbox down` stops what d
 
 
 def down(settings: Settings, report) -> None:
-    """Connect first (it commits its offsets to Kafka as it stops), then the others side by side."""
-    services = all_services(settings)
+    """The optional services' workers and masters first, then Connect (it commits its offsets to Kafka as it stops),
+    then the others side by side."""
+    services = all_services(settings, every_optional=True)
+    running_optional = [s for s in services if isinstance(s, tuple(_flat(OPTIONAL.values()))) and s.pid()]
+    for phase in [phase for phases in OPTIONAL.values() for phase in reversed(phases)]:
+        _stop_together([s for s in running_optional if isinstance(s, phase)], report)
     for group in (DEPENDENT, INDEPENDENT):
         _stop_together([s for s in services if isinstance(s, group)], report)
 
 
 def _stop_together(services: list[NativeService], report) -> None:
+    if not services:
+        return
+
     def shut_down(svc: NativeService) -> str:
         return "external, left alone" if svc.external else svc.shut_down()
 
@@ -193,7 +213,7 @@ def logs(settings: Settings, service_name: str, lines: int, follow: bool) -> int
 def instances(settings: Settings) -> dict[str, str | None]:
     """A service's instance is its server process: pid and start time (a pid can be reused)."""
     found = {}
-    for svc in all_services(settings):
+    for svc in all_services(settings, every_optional=True):
         pid = svc.pid()
         try:
             found[svc.name] = None if pid is None else f"{pid}@{psutil.Process(pid).create_time()}"
