@@ -12,7 +12,6 @@ archive the JVM would refuse.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.spark_jobs.job_config import JobConfig

@@ -162,7 +162,7 @@ def submit_environment(settings: Settings) -> dict[str, str]:
 def spark_environment(settings: Settings) -> dict[str, str]:
     """spark-submit finds Spark and Python through these; the venv's python is not first on every PATH. Spark is the
     installed PySpark's, from the machine's Spark home, where the driver's class archive applies."""
-    return {"TZ": "UTC", "SPARK_HOME": str(class_archive.spark_home(settings)),
+    return {"TZ": "UTC", "SPARK_HOME": str(class_archive.spark_home(settings)), "SPARK_LOCAL_IP": LOCALHOST,
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 

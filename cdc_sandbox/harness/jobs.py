@@ -64,6 +64,7 @@ class JobUnderTest:
     records_positions: bool = False  # its commits carry `sandbox.max_source_position`
     settings: dict = field(default_factory=dict)
     spec_path: Path | None = None  # the YAML file it was described by
+    master: str | None = None  # the Spark cluster it is submitted to; None: local mode
 
     @property
     def builtin(self) -> bool:
@@ -80,6 +81,31 @@ def builtin_job() -> JobUnderTest:
     from cdc_sandbox.spark_jobs import cdc_hudi_job
 
     return JobUnderTest(BUILTIN, cdc_hudi_job.start, records_positions=True)
+
+
+def builtin_on_cluster(master: str) -> JobUnderTest:
+    """The built-in job file submitted to the Spark cluster at `master`, its driver a process of its own, as
+    `sandbox job run --master` submits it."""
+    return JobUnderTest(BUILTIN, _submitted_to(master), records_positions=True, master=master)
+
+
+def _submitted_to(master: str) -> Callable:
+    def start(spark, config: JobConfig, once: bool, report=None):
+        from cdc_sandbox.harness import job
+
+        settings = Settings.load()
+        lake_name = config.lake.rstrip("/").rsplit("/", 1)[-1]
+        config_file = job.write_config(settings, config, settings.state_dir / "job" / f"{lake_name}.json")
+        command = job.spark_submit_command(config, config_file, once,
+                                           cluster=job.cluster_options(settings, config, master))
+        submitted = SubmittedJob(command, cwd=settings.state_dir, report=report,
+                                 spark_log=settings.log_file(f"job-{lake_name}"))
+        if once:
+            submitted.wait()
+            if submitted.exception():
+                raise SandboxError(submitted.exception(), f"Spark's log: {submitted.spark_log}")
+        return submitted
+    return start
 
 
 def load(spec: str | Path | None, settings: dict | None = None) -> JobUnderTest:
@@ -176,21 +202,31 @@ def submit_command(base: Path, raw: dict, config: JobConfig, settings: dict, onc
 
 
 class SubmittedJob:
-    """A job run as its own process: the handle a streaming query would be."""
+    """A job run as its own process: the handle a streaming query would be. `report` is given each line of its
+    output that is a JSON object (the built-in job's batch summaries); with `spark_log`, Spark's own log (stderr) goes
+    to that file instead of the output kept for a failure's message."""
 
-    def __init__(self, command: list[str], cwd: Path):
+    def __init__(self, command: list[str], cwd: Path, report: Callable | None = None, spark_log: Path | None = None):
         from cdc_sandbox.harness.job import spark_environment
 
-        self.command = command
+        self.command, self.report, self.spark_log = command, report, spark_log
         self.output: deque[str] = deque(maxlen=LOG_LINES)
+        stderr = subprocess.STDOUT
+        if spark_log:
+            spark_log.parent.mkdir(parents=True, exist_ok=True)
+            stderr = spark_log.open("w")
         self.process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **spark_environment(Settings.load())},
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                        stdout=subprocess.PIPE, stderr=stderr, text=True)
+        if spark_log:
+            stderr.close()  # the child holds its own copy
         self._reader = threading.Thread(target=self._keep_output, daemon=True)
         self._reader.start()
 
     def _keep_output(self) -> None:
         for line in self.process.stdout:
             self.output.append(line.rstrip())
+            if self.report and line.startswith("{"):
+                self.report(line.strip())
 
     def wait(self) -> int:
         code = self.process.wait()

@@ -209,6 +209,22 @@ def cdc_spark(cdc_sandbox: Settings):
 
 
 @pytest.fixture(scope="session")
+def cdc_spark_cluster(cdc_sandbox: Settings) -> str:
+    """The sandbox's Spark standalone cluster (a master and two workers) by its master's URL, for
+    `pipeline_factory(master=...)`: started for the session unless it runs already (`sandbox up --with
+    spark-cluster`), and then stopped when the session ends."""
+    from cdc_sandbox.stack.backends import native
+    from cdc_sandbox.stack.services import spark_cluster
+
+    if cdc_sandbox.backend == "compose":
+        pytest.skip("the compose backend runs no Spark cluster yet")
+    started = native.start_optional(cdc_sandbox, spark_cluster.CLUSTER, lambda name, outcome: None)
+    yield spark_cluster.master_url(cdc_sandbox)
+    for daemon in reversed(started):
+        daemon.stop()
+
+
+@pytest.fixture(scope="session")
 def job_under_test(request):
     """The job the pipelines run (`--sandbox-job`); override this fixture to put another job under test."""
     from cdc_sandbox.harness import jobs
@@ -244,12 +260,16 @@ def cdc_pipeline(request, cdc_sandbox: Settings, cdc_spark, cdc_lake_branches, j
 @pytest.fixture
 def cdc_pipeline_factory(request, cdc_sandbox: Settings, cdc_spark, cdc_lake_branches, job_under_test):
     """New pipelines on new lakes (optionally over a subset of the tables), branched from the baseline unless
-    `branch=False`; stopped after the test. `job=` puts another job than the session's under test."""
+    `branch=False`; stopped after the test. `job=` puts another job than the session's under test; `master=` submits
+    the built-in job to that Spark cluster (`cdc_spark_cluster` gives the sandbox's)."""
+    from cdc_sandbox.harness import jobs
+
     made = []
 
-    def make(only: list[str] | None = None, branch: bool = True, job=None, **options):
+    def make(only: list[str] | None = None, branch: bool = True, job=None, master: str | None = None, **options):
+        chosen = jobs.builtin_on_cluster(master) if master else job or job_under_test
         pipe = pipeline_on_new_lake(cdc_sandbox, cdc_spark, cdc_lake_branches if branch else None, only=only,
-                                    job_under_test=job or job_under_test, **options)
+                                    job_under_test=chosen, **options)
         made.append(pipe)
         return pipe
 
@@ -310,7 +330,8 @@ SHORT_NAMES = {"sandbox_settings": "session", "sandbox": "session", "postgres_cl
                "connect_client": "session", "registry": "session", "s3": "session", "lake_bucket": "session",
                "tickit_loaded": "session", "mutator": "function", "spark": "session", "lake_branches": "session",
                "pipeline": "session", "pipeline_factory": "function", "silver": "function",
-               "oracle_factory": "function", "module_pipeline": "module", "oracle": "function"}
+               "oracle_factory": "function", "module_pipeline": "module", "oracle": "function",
+               "spark_cluster": "session"}
 
 
 def _short_name(name: str, scope: str):

@@ -35,9 +35,16 @@ OPTIONAL = {CLUSTER: ((SparkMaster,), (SparkWorker1, SparkWorker2))}
 
 
 def all_services(settings: Settings, every_optional: bool = False) -> list[NativeService]:
-    """The services this sandbox runs: the stack, and the optional ones it was brought up with (or every one)."""
-    optional = OPTIONAL if every_optional else {name: OPTIONAL[name] for name in settings.optional_services}
-    return [cls(settings) for cls in (*INDEPENDENT, *DEPENDENT, *_flat(optional.values()))]
+    """The services this sandbox runs: the stack, and the optional ones it was brought up with or that run (or
+    every one)."""
+    wanted = set(settings.optional_services)
+    optional = [svc for svc in (cls(settings) for cls in _flat(OPTIONAL.values()))
+                if every_optional or svc.pid() is not None or _optional_name(svc) in wanted]
+    return [*(cls(settings) for cls in (*INDEPENDENT, *DEPENDENT)), *optional]
+
+
+def _optional_name(svc: NativeService) -> str:
+    return next(name for name, phases in OPTIONAL.items() if isinstance(svc, tuple(_flat([phases]))))
 
 
 def _flat(groups) -> list[type]:
@@ -120,11 +127,24 @@ def up(settings: Settings, report, skip_install: bool = False) -> None:
         source_tables.create_tables(settings)
         _report_each(start(DEPENDENT), report)
         _report_each(lake, report)
-        for name in settings.optional_services:
-            for phase in OPTIONAL[name]:
-                _report_each(start(phase), report)
+    for name in settings.optional_services:
+        start_optional(settings, name, report)
     for name in register_all(settings):
         report(f"connector {name}", "RUNNING")
+
+
+def start_optional(settings: Settings, name: str, report) -> list[NativeService]:
+    """Start an optional service's processes that are not running, a group after the other; returns those it
+    started."""
+    started = []
+    for phase in OPTIONAL[name]:
+        services = [cls(settings) for cls in phase]
+        check_ports(services)
+        with ThreadPoolExecutor(max_workers=len(services)) as pool:
+            outcomes = {svc.name: pool.submit(svc.start) for svc in services}
+            _report_each(outcomes, report)
+        started += [svc for svc in services if outcomes[svc.name].result() == "started"]
+    return started
 
 
 def _report_each(futures: dict, report, hint: str = "`sandbox down` stops what did start") -> None:

@@ -41,6 +41,12 @@ def alive_workers(settings: Settings) -> list[dict]:
     return [worker for worker in master_state(settings)["workers"] if worker["state"] == "ALIVE"]
 
 
+def executors_of(settings: Settings, worker: str, app_id: str) -> list[dict]:
+    """The executors (running or finished) a worker started for an application, from the worker's web UI."""
+    state = requests.get(f"{ui_url(settings, worker)}/json/", timeout=3).json()
+    return [executor for executor in state["executors"] + state["finishedexecutors"] if executor["appid"] == app_id]
+
+
 class SparkDaemon(NativeService):
     """The master or a worker: `spark-class <main class> <arguments>`, bound to the sandbox's loopback address."""
 
