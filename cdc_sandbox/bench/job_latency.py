@@ -6,7 +6,9 @@
   source commit to the completion of the Hudi commit whose recorded source position covers it (p50, p95), and
   where that time goes, phase by phase, from the job's own batch summaries and the table's timeline: printed as a
   table and drawn as a stacked bar chart (`reports/job-latency-phases.png`);
-- the job's peak resident memory (the Spark driver JVM's VmHWM).
+- the job's peak resident memory (the Spark driver JVM's VmHWM);
+- the initial load and the latency again with the job on the sandbox's Spark cluster, and the resident memory of
+  its master and workers while idle.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from cdc_sandbox.stack.services.localstack import s3_client
 from cdc_sandbox.wait import wait_until
 
 LATENCY_CHANGES = 40
+CLUSTER_LATENCY_CHANGES = 20
 TABLE = "category"
 CHART = Path("reports") / "job-latency-phases.png"  # beside the other reports of the directory `make bench` runs in
 PHASES = [  # (name, what it covers)
@@ -63,16 +66,14 @@ class Probe:
     commit: Commit
 
 
-def probes(pipe: Pipeline, settings: Settings, trigger_seconds: float) -> list[Probe]:
-    from cdc_sandbox.spark_jobs import cdc_hudi_job
-
+def probes(pipe: Pipeline, settings: Settings, trigger_seconds: float, changes: int = LATENCY_CHANGES) -> list[Probe]:
     pipe.config = dataclasses.replace(pipe.config, trigger_seconds=trigger_seconds)
-    query = cdc_hudi_job.start(pipe.spark, pipe.config, once=False, report=pipe.reports.append)
+    query = pipe.job.start(pipe.spark, pipe.config, False, pipe.reports.append)
     mutator = Mutator(settings)
     rng = random.Random(99)
     results = []
     try:
-        for n in range(LATENCY_CHANGES):
+        for n in range(changes):
             # A change arrives at any point of the trigger's cycle. Issued as soon as the previous commit is seen,
             # every probe would meet the cycle at the same phase (measured: just after a trigger, so 0.85 s waits).
             time.sleep(rng.uniform(0, trigger_seconds))
@@ -156,25 +157,63 @@ def peak_memory_mb(pipe: Pipeline) -> float:
 
 
 def report(settings: Settings, print_line, trigger_seconds: float = 1.0) -> None:
-    pipe = Pipeline.start(settings, lake=f"s3a://{settings.topology.lake_bucket}/bench-job-{int(time.time())}")
+    pipe = Pipeline.start(settings, lake=_bench_lake(settings, "job"))
     try:
-        seconds, events = initial_load(pipe)
-        print_line(f"job initial load into 7 silver tables: {events} rows in {seconds:.1f} s "
-                   f"({events / seconds:,.0f} rows/s)")
-        measured = probes(pipe, settings, trigger_seconds)
-        values = [latency(p) for p in measured]
-        print_line(f"source commit -> Hudi commit, continuous mode ({trigger_seconds:g} s trigger), "
-                   f"{len(values)} changes: p50 {statistics.median(values):.2f} s, "
-                   f"p95 {percentile(values, 0.95):.2f} s, max {max(values):.2f} s")
+        measured = _load_and_latency(pipe, settings, print_line, trigger_seconds, "job")
         summaries = [json.loads(line) for line in pipe.reports]
         breakdowns = [b for b in (phases(p, summaries) for p in measured) if b]
         if breakdowns:
             print_phases(breakdowns, print_line)
             print_line(f"phases drawn: {draw(breakdowns)}")
         print_line(f"job peak resident memory (driver JVM): {peak_memory_mb(pipe):.0f} MiB")
+        _on_the_cluster(pipe, settings, print_line, trigger_seconds)
     finally:
         pipe.stop()
         delete_prefix(s3_client(settings.url("localstack")), pipe.config.lake)  # every restart would restore it
+
+
+def _bench_lake(settings: Settings, name: str) -> str:
+    return f"s3a://{settings.topology.lake_bucket}/bench-{name}-{int(time.time())}"
+
+
+def _load_and_latency(pipe: Pipeline, settings: Settings, print_line, trigger_seconds: float, where: str,
+                      changes: int = LATENCY_CHANGES) -> list[Probe]:
+    seconds, events = initial_load(pipe)
+    print_line(f"{where} initial load into 7 silver tables: {events} rows in {seconds:.1f} s "
+               f"({events / seconds:,.0f} rows/s)")
+    measured = probes(pipe, settings, trigger_seconds, changes)
+    values = [latency(p) for p in measured]
+    print_line(f"{where}: source commit -> Hudi commit, continuous mode ({trigger_seconds:g} s trigger), "
+               f"{len(values)} changes: p50 {statistics.median(values):.2f} s, "
+               f"p95 {percentile(values, 0.95):.2f} s, max {max(values):.2f} s")
+    return measured
+
+
+def _on_the_cluster(local: Pipeline, settings: Settings, print_line, trigger_seconds: float) -> None:
+    """The same figures with the job submitted to the sandbox's Spark cluster (started for them if it is down), and
+    what its master and workers hold resident while idle."""
+    from cdc_sandbox.harness import job, jobs
+    from cdc_sandbox.stack import process
+    from cdc_sandbox.stack.backends import native
+    from cdc_sandbox.stack.services import spark_cluster
+
+    started = native.start_optional(settings, spark_cluster.CLUSTER, lambda *_: None)
+    daemons = [cls(settings) for phase in native.OPTIONAL[spark_cluster.CLUSTER] for cls in phase]
+    try:
+        resident = {daemon.name: process.resident_memory_mb(daemon.pid()) for daemon in daemons}
+        print_line("Spark cluster resident memory, idle: " + ", ".join(f"{n} {mb:.0f} MiB" for n, mb in resident.items())
+                   + f"; total {sum(resident.values()):.0f} MiB")
+        master = spark_cluster.master_url(settings)
+        pipe = Pipeline(settings, job.job_config(settings, lake=_bench_lake(settings, "cluster")), local.spark,
+                        owns_session=False, job=jobs.builtin_on_cluster(master))
+        try:
+            _load_and_latency(pipe, settings, print_line, trigger_seconds, f"on the cluster ({master})",
+                              changes=CLUSTER_LATENCY_CHANGES)
+        finally:
+            delete_prefix(s3_client(settings.url("localstack")), pipe.config.lake)
+    finally:
+        for daemon in reversed(started):
+            daemon.stop()
 
 
 def print_phases(breakdowns: list[dict[str, float]], print_line) -> None:

@@ -1,11 +1,14 @@
 """The job file on the sandbox's Spark standalone cluster (a master and two workers, started once for the session):
 its driver a process of its own, its tasks in the workers' executors. Silver and its time travel equal the source
 over every table in continuous and run-once modes, and a worker killed while a micro-batch runs loses nothing and
-writes nothing twice (the oracle's duplicate and time-travel checks)."""
+writes nothing twice (the oracle's duplicate and time-travel checks), and a schema version that appears mid-stream is
+decoded in the executors."""
 
 from __future__ import annotations
 
+import random
 import re
+import uuid
 
 import psutil
 import pytest
@@ -34,7 +37,8 @@ def test_status_shows_the_master_and_its_two_workers_on_loopback(sandbox, spark_
 def test_the_job_on_the_cluster_keeps_every_table_equal_to_the_source_through_a_lost_worker(
         sandbox, spark_cluster, pipeline_factory, oracle_factory, mutator):
     """Continuous micro-batches over every table, a worker (and its executor) killed while a micro-batch of `sale`
-    runs on it, then a run-once round once the worker is back: each round checked, and every commit at the end."""
+    runs on it, a column added mid-stream, then a run-once round once the worker is back: each round checked, and
+    every commit at the end."""
     pipeline = pipeline_factory(master=spark_cluster)
     oracle = oracle_factory(pipeline)
     pipeline.start_continuous()
@@ -45,6 +49,14 @@ def test_the_job_on_the_cluster_keeps_every_table_equal_to_the_source_through_a_
     assert all(executors_of(sandbox, worker, app) for worker in DAEMONS[1:]), f"{app} runs on both workers"
     _kill_worker_1_mid_batch(sandbox, pipeline, app, lambda: mutator.random_batch(300, seed=202, tables=["sale"]))
     oracle.round("worker 1 killed mid-batch")
+    column = f"note_{uuid.uuid4().hex[:6]}"
+    mutator.add_column("venue", column, "text")
+    try:
+        row = mutator.sample_row("venue", random.Random(204))
+        mutator.update("venue", {"venueid": row["venueid"]}, {column: "a schema version new to the job"})
+        oracle.round("a column added: its schema version decoded by the executors")
+    finally:
+        mutator.drop_column("venue", column)
     pipeline.stop_continuous()
     mutator.random_batch(24, seed=203)
     oracle.round("run once")  # the pipeline submits one run of the job for it
