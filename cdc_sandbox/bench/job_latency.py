@@ -201,7 +201,8 @@ def _on_the_cluster(local: Pipeline, settings: Settings, print_line, trigger_sec
     daemons = [cls(settings) for phase in native.OPTIONAL[spark_cluster.CLUSTER] for cls in phase]
     try:
         resident = {daemon.name: process.resident_memory_mb(daemon.pid()) for daemon in daemons}
-        print_line("Spark cluster resident memory, idle: " + ", ".join(f"{n} {mb:.0f} MiB" for n, mb in resident.items())
+        each = ", ".join(f"{name} {mb:.0f} MiB" for name, mb in resident.items())
+        print_line(f"Spark cluster resident memory, idle: {each}"
                    + f"; total {sum(resident.values()):.0f} MiB")
         master = spark_cluster.master_url(settings)
         pipe = Pipeline(settings, job.job_config(settings, lake=_bench_lake(settings, "cluster")), local.spark,

@@ -17,7 +17,7 @@ A team's job is described by a YAML file (`--sandbox-job=<file>`, `sandbox scena
     tables: [category, date, event, venue]   # the silver tables it writes (default: every captured table)
     # Either a spark-submit command line, with the sandbox's values filled in ...
     submit: >-
-      {spark_submit} --master local[2] {spark_conf} job.py --set kafka.bootstrap.servers={kafka_bootstrap} ...
+      {spark_submit} --master {master} {spark_conf} job.py --set kafka.bootstrap.servers={kafka_bootstrap} ...
     once: --once
     continuous: --continuous
     set: "--set {key}={value}"              # how to pass one of `settings` below on the command line
@@ -28,7 +28,8 @@ A team's job is described by a YAML file (`--sandbox-job=<file>`, `sandbox scena
 Paths are relative to the YAML file. The values: kafka_bootstrap, registry_url, s3_endpoint, lake, silver,
 checkpoint, tables (the tables this test follows, comma-separated), topic_<table> (the topic to read each of them
 from: its own, or a replay's), starting_offsets (JSON, or "earliest"),
-spark_submit and spark_conf (the `--conf` options for the sandbox's jars and S3), and what a test or scenario asks
+spark_submit, master (local[2], or the cluster's URL when a test submits the job to one) and spark_conf (the `--conf`
+options for the sandbox's jars and S3), and what a test or scenario asks
 of the job: table_type (COPY_ON_WRITE or MERGE_ON_READ), hard_deletes (true or false), compaction_delta_commits.
 """
 
@@ -54,6 +55,7 @@ from cdc_sandbox.spark_jobs.job_config import JobConfig
 
 BUILTIN = "builtin"
 LOG_LINES = 40  # of a submitted job's output, shown when it fails
+LOCAL_MASTER = "local[2]"  # `{master}` unless the job is submitted to a cluster
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,17 @@ class JobUnderTest:
         """The same job with more settings (e.g. another ordering)."""
         if self.spec_path is None:
             raise SandboxError(f"the {self.name} job takes no settings", "describe the job by a YAML file")
-        return load_spec(self.spec_path, {**self.settings, **settings})
+        return load_spec(self.spec_path, {**self.settings, **settings}, self.master)
+
+    def on_cluster(self, master: str) -> "JobUnderTest":
+        """The same job submitted to the Spark cluster at `master` (a job file's `submit` line gets it as
+        `{master}`)."""
+        if self.builtin:
+            return builtin_on_cluster(master)
+        if self.spec_path is None or "callable" in yaml.safe_load(self.spec_path.read_text()):
+            raise SandboxError(f"the {self.name} job runs in the harness's own Spark session, which is local",
+                               "describe it by a `submit` line with --master {master} to run it on a cluster")
+        return load_spec(self.spec_path, self.settings, master)
 
 
 def builtin_job() -> JobUnderTest:
@@ -115,7 +127,7 @@ def load(spec: str | Path | None, settings: dict | None = None) -> JobUnderTest:
     return load_spec(Path(spec), settings or {})
 
 
-def load_spec(path: Path, settings: dict) -> JobUnderTest:
+def load_spec(path: Path, settings: dict, master: str | None = None) -> JobUnderTest:
     if not path.is_file():
         raise SandboxError(f"no job file {path}", "give --sandbox-job a YAML file describing the job "
                                                    "(see examples/team_job/sandbox-job.yaml), or 'builtin'")
@@ -135,8 +147,8 @@ def load_spec(path: Path, settings: dict) -> JobUnderTest:
     if "callable" in raw:
         start = _in_session(_load_callable(path.parent, raw["callable"]), merged)
     else:
-        start = _submitted(path.parent, raw, merged)
-    return JobUnderTest(raw["name"], start, tables, settings=merged, spec_path=path)
+        start = _submitted(path.parent, raw, merged, master)
+    return JobUnderTest(raw["name"], start, tables, settings=merged, spec_path=path, master=master)
 
 
 def _load_callable(base: Path, target: str) -> Callable:
@@ -171,9 +183,9 @@ def _in_session(function: Callable, settings: dict) -> Callable:
     return start
 
 
-def _submitted(base: Path, raw: dict, settings: dict) -> Callable:
+def _submitted(base: Path, raw: dict, settings: dict, master: str | None) -> Callable:
     def start(spark, config: JobConfig, once: bool, report=None):
-        command = submit_command(base, raw, config, settings, once)
+        command = submit_command(base, raw, config, settings, once, master)
         job = SubmittedJob(command, cwd=base)
         if once:
             job.wait()
@@ -183,13 +195,20 @@ def _submitted(base: Path, raw: dict, settings: dict) -> Callable:
     return start
 
 
-def submit_command(base: Path, raw: dict, config: JobConfig, settings: dict, once: bool) -> list[str]:
+def submit_command(base: Path, raw: dict, config: JobConfig, settings: dict, once: bool,
+                   master: str | None = None) -> list[str]:
+    """A job file's `submit` line with the sandbox's values filled in; on a cluster, `{master}` is its URL and
+    `{spark_conf}` also gives the executors the jars from the nodes' disks."""
     from cdc_sandbox.spark_jobs.session import session_conf
 
+    conf = session_conf(config)
+    if master:
+        conf["spark.executor.extraClassPath"] = ":".join(config.jars)
     quoted = {name: shlex.quote(value) for name, value in values_for(config, {}).items()}
     values = quoted | {
         "spark_submit": shlex.quote(str(Path(sys.executable).parent / "spark-submit")),
-        "spark_conf": " ".join(shlex.quote(f"--conf={k}={v}") for k, v in session_conf(config).items())}
+        "master": shlex.quote(master or LOCAL_MASTER),
+        "spark_conf": " ".join(shlex.quote(f"--conf={k}={v}") for k, v in conf.items())}
     try:
         command = raw["submit"].format(**values)
         extra = [raw["set"].format(key=shlex.quote(str(k)), value=shlex.quote(str(v))) for k, v in settings.items()] \

@@ -261,13 +261,11 @@ def cdc_pipeline(request, cdc_sandbox: Settings, cdc_spark, cdc_lake_branches, j
 def cdc_pipeline_factory(request, cdc_sandbox: Settings, cdc_spark, cdc_lake_branches, job_under_test):
     """New pipelines on new lakes (optionally over a subset of the tables), branched from the baseline unless
     `branch=False`; stopped after the test. `job=` puts another job than the session's under test; `master=` submits
-    the built-in job to that Spark cluster (`cdc_spark_cluster` gives the sandbox's)."""
-    from cdc_sandbox.harness import jobs
-
+    the job to that Spark cluster (`cdc_spark_cluster` gives the sandbox's)."""
     made = []
 
     def make(only: list[str] | None = None, branch: bool = True, job=None, master: str | None = None, **options):
-        chosen = jobs.builtin_on_cluster(master) if master else job or job_under_test
+        chosen = (job or job_under_test).on_cluster(master) if master else job or job_under_test
         pipe = pipeline_on_new_lake(cdc_sandbox, cdc_spark, cdc_lake_branches if branch else None, only=only,
                                     job_under_test=chosen, **options)
         made.append(pipe)

@@ -13,12 +13,15 @@ import uuid
 import psutil
 import pytest
 
+from cdc_sandbox.harness import jobs
 from cdc_sandbox.stack import backends
-from cdc_sandbox.stack.services.spark_cluster import SparkWorker1, executors_of
+from cdc_sandbox.stack.services.spark_cluster import SparkWorker1, executors_of, master_state
+from tests import PROJECT_ROOT
 from cdc_sandbox.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+SUBMITTED = PROJECT_ROOT / "examples" / "team_job" / "sandbox-job-submitted.yaml"
 ALL_TABLES = ["category", "venue", "date", "user", "event", "listing", "sale"]
 DAEMONS = ("spark_master", "spark_worker_1", "spark_worker_2")
 APP_ID = re.compile(r"Connected to Spark cluster with app ID (app-[\w-]+)")
@@ -63,6 +66,19 @@ def test_the_job_on_the_cluster_keeps_every_table_equal_to_the_source_through_a_
     app = _app_id(sandbox, pipeline)
     assert all(executors_of(sandbox, worker, app) for worker in DAEMONS[1:]), f"{app} runs on both workers again"
     oracle.verify_history()
+
+
+def test_a_teams_submitted_job_runs_on_the_cluster(sandbox, spark_cluster, pipeline_factory, oracle_factory, mutator):
+    """The team's job file as it is (`--master {master}` in its submit line), sent to the cluster instead."""
+    team_job = jobs.load(SUBMITTED, {"ordering": "source_sequence"})
+    pipeline = pipeline_factory(only=["category"], job=team_job, master=spark_cluster)
+    oracle = oracle_factory(pipeline)
+    pipeline.start_continuous()
+    oracle.track(["category"])
+    mutator.random_batch(6, seed=205, tables=["category"])
+    oracle.round()
+    applications = master_state(sandbox)["activeapps"]
+    assert any(app["name"] != "tickit-cdc-hudi" for app in applications), applications
 
 
 def _kill_worker_1_mid_batch(settings, pipeline, app: str, change) -> None:

@@ -57,6 +57,23 @@ def test_a_command_line_gets_the_sandbox_values_quoted_and_the_settings():
                            "--tables", "category", "--set", "ordering=source ts", "--once"]
 
 
+def test_a_command_line_names_the_cluster_it_is_submitted_to_and_gives_its_executors_the_jars():
+    raw = {"submit": "{spark_submit} --master {master} {spark_conf} job.py"}
+    local = jobs.submit_command(PROJECT_ROOT, raw, CONFIG, {}, once=True)
+    assert local[1:3] == ["--master", "local[2]"]
+    on_cluster = jobs.submit_command(PROJECT_ROOT, raw, CONFIG, {}, once=True, master="spark://127.0.0.1:7077")
+    assert on_cluster[1:3] == ["--master", "spark://127.0.0.1:7077"]
+    assert any(option.startswith("--conf=spark.executor.extraClassPath=") for option in on_cluster)
+    assert not any(option.startswith("--conf=spark.executor.") for option in local)
+
+
+def test_a_job_run_in_the_harness_session_cannot_go_to_a_cluster(tmp_path):
+    (tmp_path / "job.py").write_text("def start(spark, values, once):\n    pass\n")
+    job = jobs.load(write(tmp_path, "name: mine\ncallable: job.py:start\n"))
+    with pytest.raises(SandboxError, match="harness's own Spark session"):
+        job.on_cluster("spark://127.0.0.1:7077")
+
+
 def test_a_command_line_naming_an_unknown_value_is_refused():
     with pytest.raises(SandboxError, match=r"names \{kafka\}, which the sandbox does not fill"):
         jobs.submit_command(PROJECT_ROOT, {"submit": "job --bootstrap {kafka}"}, CONFIG, {}, once=False)
