@@ -129,15 +129,24 @@ def spark_submit_command(config: JobConfig, config_path: Path, once: bool, java_
             str(JOB_FILE), "--config", str(config_path), "--once" if once else "--continuous"]
 
 
-def cluster_options(settings: Settings, config: JobConfig, master: str) -> list[str]:
+def cluster_options(settings: Settings, config: JobConfig, master: str, once: bool) -> list[str]:
     """spark-submit's options for a cluster: the executors load the job's jars from the nodes' own disks, as EMR's
     Hudi bundle is installed on every node (`spark.jars` would copy some 400 MB into each executor's directory),
     import the job's Python files from the archive Spark ships them, and reach the driver on the sandbox's loopback
-    address."""
+    address. They start as the driver does (`java_options`): they load the same classes from the same jars."""
+    executor_java, _ = java_options(settings, config, once)
     return ["--master", master, "--deploy-mode", "client", "--py-files", str(python_archive(settings)),
             f"--conf=spark.executor.extraClassPath={':'.join(config.jars)}",
             f"--conf=spark.executor.memory={EXECUTOR_MEMORY}",
+            *([f"--conf=spark.executor.extraJavaOptions={executor_java}"] if executor_java else []),
             f"--conf=spark.driver.host={LOCALHOST}", f"--conf=spark.driver.bindAddress={LOCALHOST}"]
+
+
+def java_options(settings: Settings, config: JobConfig, once: bool, record: bool = False):
+    """The job's JVM options, and the class archive to keep if this run records one (`class_archive`). A run of a
+    few batches is over before the optimizing compiler pays for itself (README, "The job's settings")."""
+    archive_option, recording = class_archive.java_options(settings, config, record=record)
+    return " ".join(filter(None, [archive_option, QUICK_COMPILER if once else ""])), recording
 
 
 def python_archive(settings: Settings) -> Path:
@@ -179,11 +188,9 @@ def run(settings: Settings, config: JobConfig, once: bool, say=functools.partial
     """spark-submit the job (in local mode, or on the cluster at `master`); each micro-batch's summary becomes one
     line through `say`, and Spark's own log (and the JVM's warnings) go to `<state>/logs/job.log`, whose tail is
     shown if the job fails."""
-    archive_option, recording = class_archive.java_options(settings, config, record=once)
-    # A run of a few batches is over before the optimizing compiler pays for itself (README, "The job's settings").
-    java_options = " ".join(filter(None, [archive_option, QUICK_COMPILER if once else ""]))
-    command = spark_submit_command(config, write_config(settings, config), once, java_options,
-                                   cluster_options(settings, config, master) if master else None)
+    driver_java, recording = java_options(settings, config, once, record=once)
+    command = spark_submit_command(config, write_config(settings, config), once, driver_java,
+                                   cluster_options(settings, config, master, once) if master else None)
     log = settings.log_file("job")
     log.parent.mkdir(parents=True, exist_ok=True)
     where = f" on the cluster at {master}" if master else ""

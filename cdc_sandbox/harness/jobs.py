@@ -108,8 +108,8 @@ def _submitted_to(master: str) -> Callable:
         settings = Settings.load()
         lake_name = config.lake.rstrip("/").rsplit("/", 1)[-1]
         config_file = job.write_config(settings, config, settings.state_dir / "job" / f"{lake_name}.json")
-        command = job.spark_submit_command(config, config_file, once,
-                                           cluster=job.cluster_options(settings, config, master))
+        command = job.spark_submit_command(config, config_file, once, job.java_options(settings, config, once)[0],
+                                           cluster=job.cluster_options(settings, config, master, once))
         submitted = SubmittedJob(command, cwd=settings.state_dir, report=report,
                                  spark_log=settings.log_file(f"job-{lake_name}"))
         if once:

@@ -44,14 +44,18 @@ def test_the_daemons_listen_on_loopback_at_the_sandboxs_ports(settings):
     assert worker.ports == [7079, 8092]
 
 
-def test_the_job_is_submitted_to_the_cluster_with_its_python_files_and_the_nodes_jars(settings):
-    config = replace(job.job_config(settings), jars=["/nodes/hudi-bundle.jar", "/nodes/hadoop-aws.jar"])
-    options = job.cluster_options(settings, config, "spark://127.0.0.1:17077")
+def test_the_job_is_submitted_to_the_cluster_with_its_python_files_and_the_nodes_jars(settings, tmp_path):
+    jars = [tmp_path / "hudi-bundle.jar", tmp_path / "hadoop-aws.jar"]
+    for jar in jars:
+        jar.write_bytes(b"PK")
+    config = replace(job.job_config(settings), jars=[str(jar) for jar in jars])
+    options = job.cluster_options(settings, config, "spark://127.0.0.1:17077", once=True)
     command = job.spark_submit_command(config, settings.state_dir / "config.json", once=True, cluster=options)
     assert command[command.index("--master") + 1] == "spark://127.0.0.1:17077" and "local[2]" not in command
     archive = options[options.index("--py-files") + 1]
     with zipfile.ZipFile(archive) as zipped:
         assert "cdc_sandbox/spark_jobs/cdc_hudi_job.py" in zipped.namelist()
     assert job.python_archive(settings) == job.python_archive(settings).resolve(), "made once"
+    assert f"--conf=spark.executor.extraJavaOptions={job.QUICK_COMPILER}" in options, "a run-once's executors too"
     executor_path = next(o for o in options if o.startswith("--conf=spark.executor.extraClassPath="))
-    assert executor_path.split("=", 2)[2] == "/nodes/hudi-bundle.jar:/nodes/hadoop-aws.jar"
+    assert executor_path.split("=", 2)[2] == f"{jars[0]}:{jars[1]}"
