@@ -1,8 +1,9 @@
 """`make test`'s suite: three pytest runs side by side, all of which must pass.
 
 - TICKIT's end-to-end tests, the run that sets the pace (the pipeline's waits and the Spark driver).
-- The example projects' end-to-end tests (`PROJECTS_LANE`): their tables, topics, journal entries and lakes are
-  their own, so they run on the same stack beside TICKIT's, in a Spark driver of their own, at a lower CPU priority:
+- The example projects' end-to-end tests (`PROJECTS_LANE`), the Spark cluster's among them: their tables, topics,
+  journal entries and lakes are their own, so they run on the same stack beside TICKIT's, in a Spark driver of their
+  own (and the cluster, started for this run alone), at a lower CPU priority:
   they use the CPU the TICKIT run leaves while it waits on the pipeline. A TICKIT test that
   stops or restarts a shared service (marked `restarts_services`) runs last, once this run has ended
   (`LANE_LOCK`, held by this module meanwhile).
@@ -38,9 +39,9 @@ SPEED_SAMPLES = 7  # one timing of the loop varies by a third from the next here
 JUNIT_FILES = {"end-to-end": REPORTS / "junit.xml", "projects": REPORTS / "junit-projects.xml",
                "unit": REPORTS / "junit-unit.xml"}
 UNIT_TESTS = "tests/unit"
-PROJECTS_LANE = ["tests/e2e/test_team_project.py", "tests/e2e/test_moma_project.py",
-                 "tests/e2e/test_installed_package.py", "tests/e2e/test_project_files.py",
-                 "tests/e2e/test_ephemeral_sandbox.py"]
+PROJECTS_LANE = ["tests/e2e/test_team_project.py", "tests/e2e/test_spark_cluster.py",
+                 "tests/e2e/test_moma_project.py", "tests/e2e/test_installed_package.py",
+                 "tests/e2e/test_project_files.py", "tests/e2e/test_ephemeral_sandbox.py"]
 LANE_LOCK = REPORTS / "projects-lane.lock"
 LANE_LOCK_ENV = "SANDBOX_PROJECTS_LANE_LOCK"  # tests/conftest.py waits on it before a `restarts_services` test
 UNIT_RUN = [UNIT_TESTS, "-p", "no:cacheprovider", f"--junitxml={JUNIT_FILES['unit']}",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -10,8 +13,10 @@ from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.sources.changes import ChangeReader
 from cdc_sandbox.stack import connectors
+from tests import PROJECT_ROOT
 
 EVENT_TIMEOUT = 180
+TEAM_PROJECT = PROJECT_ROOT / "examples" / "team_project"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -57,3 +62,29 @@ def stop_connectors(sandbox: Settings, directory) -> None:
     except SandboxError:
         return
     connectors.stop_all(settings)
+
+
+def sandbox_cli(directory, env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cdc_sandbox", *args], cwd=directory, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def team_dir(sandbox: Settings, tmp_path_factory):
+    """The example team project copied outside the checkout, brought up and loaded through the CLI from there (its
+    tables and topics its own, beside TICKIT's); its connectors stopped after the module."""
+    directory = tmp_path_factory.mktemp("team") / "shop"
+    shutil.copytree(TEAM_PROJECT, directory)
+    env = {k: v for k, v in os.environ.items() if k != "SANDBOX_PROJECT"}
+    env["SANDBOX_STATE_DIR"] = str(sandbox.state_dir)
+    for command in (["up", "--skip-install"], ["load"]):
+        done = sandbox_cli(directory, env, *command)
+        assert done.returncode == 0, f"sandbox {' '.join(command)}:\n{done.stdout}\n{done.stderr}"
+    yield directory
+    stop_connectors(sandbox, directory)
+
+
+@pytest.fixture(scope="module")
+def team(team_dir, sandbox: Settings) -> Settings:
+    """The team project's settings on this session's stack."""
+    return project_settings(sandbox, team_dir)

@@ -1,28 +1,36 @@
 """The job file on the sandbox's Spark standalone cluster (a master and two workers, started once for the session):
-its driver a process of its own, its tasks in the workers' executors. Silver and its time travel equal the source
-over every table in continuous and run-once modes, and a worker killed while a micro-batch runs loses nothing and
-writes nothing twice (the oracle's duplicate and time-travel checks), and a schema version that appears mid-stream is
-decoded in the executors."""
+its driver a process of its own, its tasks in the workers' executors. On the team project's tables (a composite key,
+partitions a row moves between, Merge-on-Read with hard deletes, Postgres and MariaDB types at their edges): silver
+and its time travel equal the sources in continuous and run-once modes, a worker killed while a micro-batch runs
+loses nothing and writes nothing twice (the oracle's duplicate and time-travel checks), and a schema version that
+appears mid-stream is decoded in the executors. The team's own job file goes there too, by its `{master}`.
+
+Its tables and topics are the team project's own, so it runs in the projects' lane beside TICKIT's tests
+(`tests/full_suite.py`), and the cluster starts and stops in that run alone."""
 
 from __future__ import annotations
 
 import random
 import re
 import uuid
+from contextlib import contextmanager
 
 import psutil
 import pytest
 
 from cdc_sandbox.harness import jobs
+from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
+from cdc_sandbox.harness.oracle import Oracle, RunStats
+from cdc_sandbox.sources.mutations import Mutator
 from cdc_sandbox.stack import backends
 from cdc_sandbox.stack.services.spark_cluster import SparkWorker1, executors_of, master_state
-from tests import PROJECT_ROOT
 from cdc_sandbox.wait import wait_until
+from tests import PROJECT_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+TEAM_TABLES = ["accounts", "shipments", "ledger_entries"]
 SUBMITTED = PROJECT_ROOT / "examples" / "team_job" / "sandbox-job-submitted.yaml"
-ALL_TABLES = ["category", "venue", "date", "user", "event", "listing", "sale"]
 DAEMONS = ("spark_master", "spark_worker_1", "spark_worker_2")
 APP_ID = re.compile(r"Connected to Spark cluster with app ID (app-[\w-]+)")
 RUNNING_TASK = re.compile(r"Executor: Running task")
@@ -37,48 +45,66 @@ def test_status_shows_the_master_and_its_two_workers_on_loopback(sandbox, spark_
     assert not any(status.beyond_loopback for status in shown.values()), shown
 
 
-def test_the_job_on_the_cluster_keeps_every_table_equal_to_the_source_through_a_lost_worker(
-        sandbox, spark_cluster, pipeline_factory, oracle_factory, mutator):
-    """Continuous micro-batches over every table, a worker (and its executor) killed while a micro-batch of `sale`
-    runs on it, a column added mid-stream, then a run-once round once the worker is back: each round checked, and
-    every commit at the end."""
-    pipeline = pipeline_factory(master=spark_cluster)
-    oracle = oracle_factory(pipeline)
-    pipeline.start_continuous()
-    oracle.track(ALL_TABLES)
-    mutator.random_batch(24, seed=201)
-    oracle.round("continuous")
-    app = _app_id(sandbox, pipeline)
-    assert all(executors_of(sandbox, worker, app) for worker in DAEMONS[1:]), f"{app} runs on both workers"
-    _kill_worker_1_mid_batch(sandbox, pipeline, app, lambda: mutator.random_batch(300, seed=202, tables=["sale"]))
-    oracle.round("worker 1 killed mid-batch")
-    column = f"note_{uuid.uuid4().hex[:6]}"
-    mutator.add_column("venue", column, "text")
-    try:
-        row = mutator.sample_row("venue", random.Random(204))
-        mutator.update("venue", {"venueid": row["venueid"]}, {column: "a schema version new to the job"})
-        oracle.round("a column added: its schema version decoded by the executors")
-    finally:
-        mutator.drop_column("venue", column)
-    pipeline.stop_continuous()
-    mutator.random_batch(24, seed=203)
-    oracle.round("run once")  # the pipeline submits one run of the job for it
-    app = _app_id(sandbox, pipeline)
-    assert all(executors_of(sandbox, worker, app) for worker in DAEMONS[1:]), f"{app} runs on both workers again"
-    oracle.verify_history()
+def test_the_job_on_the_cluster_keeps_every_table_equal_to_its_source_through_a_lost_worker(
+        request, sandbox, team, spark, spark_cluster):
+    """Continuous micro-batches over every table of the project, a worker (and its executor) killed while a
+    micro-batch runs on it, a column added mid-stream, then a run-once round once the worker is back: each round
+    checked, and every commit at the end."""
+    with _under_the_oracle(request, team, spark, TEAM_TABLES, jobs.builtin_on_cluster(spark_cluster)) as \
+            (pipeline, mutator, oracle):
+        pipeline.start_continuous()
+        oracle.track(TEAM_TABLES)
+        mutator.random_batch(24, seed=201)
+        oracle.round("continuous")
+        app = _app_id(sandbox, pipeline)
+        assert all(executors_of(sandbox, worker, app) for worker in DAEMONS[1:]), f"{app} runs on both workers"
+        _kill_worker_1_mid_batch(sandbox, pipeline, app,
+                                 lambda: mutator.random_batch(200, seed=202, tables=["shipments"]))
+        oracle.round("worker 1 killed mid-batch")
+        column = f"note_{uuid.uuid4().hex[:6]}"
+        mutator.add_column("shipments", column, "text")
+        try:
+            row = mutator.sample_row("shipments", random.Random(204))
+            mutator.update("shipments", {"shipment_id": row["shipment_id"]}, {column: "a schema version new to it"})
+            oracle.round("a column added: its schema version decoded by the executors")
+        finally:
+            mutator.drop_column("shipments", column)
+        pipeline.stop_continuous()
+        mutator.random_batch(24, seed=203)
+        oracle.round("run once")  # the pipeline submits one run of the job for it
+        app = _app_id(sandbox, pipeline)
+        assert all(executors_of(sandbox, worker, app) for worker in DAEMONS[1:]), f"{app} runs on both workers"
+        oracle.verify_history()
 
 
-def test_a_teams_submitted_job_runs_on_the_cluster(sandbox, spark_cluster, pipeline_factory, oracle_factory, mutator):
+def test_a_teams_submitted_job_runs_on_the_cluster(request, sandbox, team, spark, spark_cluster):
     """The team's job file as it is (`--master {master}` in its submit line), sent to the cluster instead."""
-    team_job = jobs.load(SUBMITTED, {"ordering": "source_sequence"})
-    pipeline = pipeline_factory(only=["category"], job=team_job, master=spark_cluster)
-    oracle = oracle_factory(pipeline)
-    pipeline.start_continuous()
-    oracle.track(["category"])
-    mutator.random_batch(6, seed=205, tables=["category"])
-    oracle.round()
-    applications = master_state(sandbox)["activeapps"]
-    assert any(app["name"] != "tickit-cdc-hudi" for app in applications), applications
+    shipments = team.topology.table("shipments")
+    topic = team.topology.topic(shipments.namespace, shipments.name)
+    team_job = jobs.load(SUBMITTED, {"ordering": "source_sequence", "table.shipments.topic": topic,
+                                     "table.shipments.key": "shipment_id"}).on_cluster(spark_cluster)
+    with _under_the_oracle(request, team, spark, ["shipments"], team_job) as (pipeline, mutator, oracle):
+        pipeline.start_continuous()
+        oracle.track(["shipments"])
+        mutator.random_batch(6, seed=205, tables=["shipments"])
+        oracle.round()
+        applications = master_state(sandbox)["activeapps"]
+        assert any(app["name"] == "team-cdc-job" for app in applications), applications
+
+
+@contextmanager
+def _under_the_oracle(request, settings, spark, tables: list[str], job):
+    """A pipeline of `job` on a new lake of these project tables (their topics' history written by the job), with
+    a mutator and an oracle of its own; stopped afterwards, its lake kept if the test failed."""
+    pipeline = pipeline_on_new_lake(settings, spark, None, only=tables, job_under_test=job)
+    failed = True
+    try:
+        mutator = Mutator(settings)
+        yield pipeline, mutator, Oracle(settings, pipeline, mutator,
+                                        timeout=request.config.getoption("--oracle-timeout"), stats=RunStats())
+        failed = False
+    finally:
+        finish([pipeline], failed=failed)
 
 
 def _kill_worker_1_mid_batch(settings, pipeline, app: str, change) -> None:

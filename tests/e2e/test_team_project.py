@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
-import shutil
 import string
 import subprocess
 import sys
@@ -23,38 +22,12 @@ from cdc_sandbox.harness import scenario as scenarios
 from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
-from tests import PROJECT_ROOT
 from tests.broken_variants import ANY_COLUMN, VARIANTS, Catch, expect_catch
-from tests.e2e.conftest import project_settings, stop_connectors
+from tests.e2e.conftest import TEAM_PROJECT, sandbox_cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-TEAM_PROJECT = PROJECT_ROOT / "examples" / "team_project"
 NEW_YORK = "America/New_York"
-
-
-def _cli(directory, env, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cdc_sandbox", *args], cwd=directory, env=env, capture_output=True,
-                          text=True, timeout=600)
-
-
-@pytest.fixture(scope="module")
-def team_dir(sandbox: Settings, tmp_path_factory):
-    """The example team project copied outside the checkout, brought up and loaded through the CLI from there."""
-    directory = tmp_path_factory.mktemp("team") / "shop"
-    shutil.copytree(TEAM_PROJECT, directory)
-    env = {k: v for k, v in os.environ.items() if k != "SANDBOX_PROJECT"} | {"SANDBOX_STATE_DIR": str(sandbox.state_dir)}
-    for command in (["up", "--skip-install"], ["load"]):
-        done = _cli(directory, env, *command)
-        assert done.returncode == 0, f"sandbox {' '.join(command)}:\n{done.stdout}\n{done.stderr}"
-    yield directory
-    stop_connectors(sandbox, directory)
-
-
-@pytest.fixture(scope="module")
-def team(team_dir, sandbox: Settings) -> Settings:
-    """The team project's settings on this session's stack."""
-    return project_settings(sandbox, team_dir)
 
 
 def test_the_team_suite_passes_from_its_own_directory(team_dir, sandbox, tmp_path):
@@ -82,7 +55,7 @@ def test_the_team_scenarios_are_valid_on_its_tables(team_dir, sandbox):
     them from the team's directory (the team's `pytest` above runs them)."""
     env = {k: v for k, v in os.environ.items() if k != "SANDBOX_PROJECT"} | {"SANDBOX_STATE_DIR": str(sandbox.state_dir)}
     for path in sorted((team_dir / "scenarios").glob("*.yaml")):
-        done = _cli(team_dir, env, "scenario", "validate", str(path))
+        done = sandbox_cli(team_dir, env, "scenario", "validate", str(path))
         assert done.returncode == 0 and done.stdout.startswith("ok "), done.stdout + done.stderr
 
 
