@@ -384,10 +384,15 @@ class Settings:
 
     @property
     def optional_services(self) -> tuple[str, ...]:
-        """The optional services this sandbox runs (`sandbox up --with`), in the order of `OPTIONAL_SERVICES`."""
+        """The optional services this sandbox runs (`sandbox up --with`, or SANDBOX_WITH for one command), in the
+        order of `OPTIONAL_SERVICES`."""
         recorded = self.state_dir / "with"
         chosen = set(recorded.read_text().split()) if recorded.exists() else set()
-        return tuple(name for name in OPTIONAL_SERVICES if name in chosen)
+        given = set(self.env.get("SANDBOX_WITH", "").replace(",", " ").split())
+        if unknown := sorted(given - set(OPTIONAL_SERVICES)):
+            raise SandboxError(f"SANDBOX_WITH names no optional service {', '.join(unknown)}",
+                               "choose among: " + ", ".join(OPTIONAL_SERVICES))
+        return tuple(name for name in OPTIONAL_SERVICES if name in chosen | given)
 
     def record_optional_services(self, names: list[str]) -> None:
         """Add these to the optional services this sandbox runs (until `sandbox reset` removes its state)."""

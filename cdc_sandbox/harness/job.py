@@ -120,13 +120,14 @@ def write_config(settings: Settings, config: JobConfig, path: Path | None = None
 
 
 def spark_submit_command(config: JobConfig, config_path: Path, once: bool, java_options: str = "",
-                         cluster: list[str] | None = None) -> list[str]:
-    """spark-submit of the job file in local mode, or on a cluster with `cluster` (`cluster_options`)."""
+                         cluster: list[str] | None = None, entry: list[str] | None = None) -> list[str]:
+    """spark-submit of the job file (or of another `entry`: a file and its first arguments) in local mode, or on a
+    cluster with `cluster` (`cluster_options`)."""
     spark_submit = Path(sys.executable).parent / "spark-submit"
     # Under spark-submit the driver's classpath and JVM options are fixed at launch: they go on the command line.
     conf = [f"--conf={key}={value}" for key, value in driver_conf(config, java_options).items()]
     return [str(spark_submit), *(cluster or ["--master", "local[2]"]), "--driver-memory", "2g", *conf,
-            str(JOB_FILE), "--config", str(config_path), "--once" if once else "--continuous"]
+            *(entry or [str(JOB_FILE)]), "--config", str(config_path), "--once" if once else "--continuous"]
 
 
 def cluster_options(settings: Settings, config: JobConfig, master: str, once: bool) -> list[str]:

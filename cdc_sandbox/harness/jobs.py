@@ -95,21 +95,27 @@ def builtin_job() -> JobUnderTest:
     return JobUnderTest(BUILTIN, cdc_hudi_job.start, records_positions=True)
 
 
+def builtin_submitted(master: str | None, entry: list[str] | None = None) -> JobUnderTest:
+    """The built-in job file submitted as `sandbox job run` submits it, its driver a process of its own: to the Spark
+    cluster at `master`, or in local mode for None. `entry` replaces the job file by another that runs it (a file
+    and its first arguments, e.g. one that breaks the job first)."""
+    return JobUnderTest(BUILTIN, _submitted_to(master, entry), records_positions=True, master=master)
+
+
 def builtin_on_cluster(master: str) -> JobUnderTest:
-    """The built-in job file submitted to the Spark cluster at `master`, its driver a process of its own, as
-    `sandbox job run --master` submits it."""
-    return JobUnderTest(BUILTIN, _submitted_to(master), records_positions=True, master=master)
+    return builtin_submitted(master)
 
 
-def _submitted_to(master: str) -> Callable:
+def _submitted_to(master: str | None, entry: list[str] | None) -> Callable:
     def start(spark, config: JobConfig, once: bool, report=None):
         from cdc_sandbox.harness import job
 
         settings = Settings.load()
         lake_name = config.lake.rstrip("/").rsplit("/", 1)[-1]
         config_file = job.write_config(settings, config, settings.state_dir / "job" / f"{lake_name}.json")
+        cluster = job.cluster_options(settings, config, master, once) if master else None
         command = job.spark_submit_command(config, config_file, once, job.java_options(settings, config, once)[0],
-                                           cluster=job.cluster_options(settings, config, master, once))
+                                           cluster=cluster, entry=entry)
         submitted = SubmittedJob(command, cwd=settings.state_dir, report=report,
                                  spark_log=settings.log_file(f"job-{lake_name}"))
         if once:

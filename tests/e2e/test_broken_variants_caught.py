@@ -11,10 +11,12 @@ from contextlib import contextmanager
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR
-from cdc_sandbox.harness import fuzz, scenario as scenarios
+from cdc_sandbox.harness import fuzz
+from cdc_sandbox.harness import scenario as scenarios
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.harness.scenario_tests import job_label
 from tests.broken_variants import ANY_COLUMN, VARIANTS, Catch, _transform_changes, expect_catch
+from tests.e2e.test_spark_cluster import CAUGHT_ON_THE_CLUSTER
 from tests.e2e.test_team_project import CAUGHT_ON_TEAM_TABLES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -79,8 +81,9 @@ CASES = [(variant, job) for variant, (scenario, _) in CAUGHT_BY.items()
 
 
 def test_every_variant_has_a_test_that_catches_it():
-    """On TICKIT's scenarios, or on a team project's tables where TICKIT has no column the bug breaks."""
-    assert set(VARIANTS) == set(CAUGHT_BY) | set(CAUGHT_ON_TEAM_TABLES)
+    """On TICKIT's scenarios, or on a team project's tables where TICKIT has no column the bug breaks, or on the
+    Spark cluster for a bug local mode hides."""
+    assert set(VARIANTS) == set(CAUGHT_BY) | set(CAUGHT_ON_TEAM_TABLES) | set(CAUGHT_ON_THE_CLUSTER)
 
 
 @pytest.mark.parametrize(("variant", "job"), CASES, ids=[f"{v}[{job_label(j)}]" for v, j in CASES])

@@ -3,7 +3,8 @@ its driver a process of its own, its tasks in the workers' executors. On the tea
 partitions a row moves between, Merge-on-Read with hard deletes, Postgres and MariaDB types at their edges): silver
 and its time travel equal the sources in continuous and run-once modes, a worker killed while a micro-batch runs
 loses nothing and writes nothing twice (the oracle's duplicate and time-travel checks), and a schema version that
-appears mid-stream is decoded in the executors. The team's own job file goes there too, by its `{master}`.
+appears mid-stream is decoded in the executors. The team's own job file goes there too, by its `{master}`; and a
+bug only a cluster shows (its workers run in another zone than the driver) passes in local mode and is caught there.
 
 Its tables and topics are the team project's own, so it runs in the projects' lane beside TICKIT's tests
 (`tests/full_suite.py`), and the cluster starts and stops in that run alone."""
@@ -12,20 +13,24 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
+import sys
 import uuid
 from contextlib import contextmanager
 
 import psutil
 import pytest
 
+from cdc_sandbox.config import Settings
 from cdc_sandbox.harness import jobs
 from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
-from cdc_sandbox.stack import backends
+from cdc_sandbox.stack import backends, listening, orphans
 from cdc_sandbox.stack.services.spark_cluster import SparkWorker1, executors_of, master_state
 from cdc_sandbox.wait import wait_until
 from tests import PROJECT_ROOT
+from tests.broken_variants import Catch, expect_catch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -35,14 +40,27 @@ DAEMONS = ("spark_master", "spark_worker_1", "spark_worker_2")
 APP_ID = re.compile(r"Connected to Spark cluster with app ID (app-[\w-]+)")
 RUNNING_TASK = re.compile(r"Executor: Running task")
 EXECUTOR_LOST = re.compile(r"Lost executor|Executor lost|removed: ")
+BROKEN_JOB = PROJECT_ROOT / "tests" / "broken_job.py"
+# variant -> the table it is shown on, and the failure it must cause there on the cluster alone
+CAUGHT_ON_THE_CLUSTER = {"dates-in-the-process-zone": ("shipments", Catch("snapshot", "shipments", "ship_date"))}
 
 
 def test_status_shows_the_master_and_its_two_workers_on_loopback(sandbox, spark_cluster):
-    statuses, _ = backends.of(sandbox).status(sandbox)
+    """As a sandbox brought up with the cluster (`sandbox up --with spark-cluster`, here SANDBOX_WITH) shows it: its
+    daemons and their executors listen on loopback alone."""
+    with_cluster = Settings.load(dict(sandbox.env, SANDBOX_WITH="spark-cluster",
+                                      SANDBOX_STATE_DIR=str(sandbox.state_dir)))
+    statuses, _ = backends.of(with_cluster).status(with_cluster)
     shown = {status.service: status for status in statuses if status.service in DAEMONS}
     assert {name: status.state for name, status in shown.items()} == dict.fromkeys(DAEMONS, "running")
     assert shown["spark_master"].note.startswith(f"{spark_cluster}: 2 workers alive"), shown["spark_master"].note
     assert not any(status.beyond_loopback for status in shown.values()), shown
+    printed = subprocess.run([sys.executable, "-m", "cdc_sandbox", "status"], capture_output=True, text=True,
+                             timeout=120, env={**with_cluster.env, "COLUMNS": "200"}).stdout
+    assert f"spark_master: {spark_cluster}: 2 workers alive" in printed, printed
+    cluster = [process for process, service in orphans.servers_in(sandbox.state_dir) if service in DAEMONS]
+    assert not [listening.beyond_loopback(listening.listening_addresses(process.pid)) for process in cluster
+                if listening.beyond_loopback(listening.listening_addresses(process.pid))]
 
 
 def test_the_job_on_the_cluster_keeps_every_table_equal_to_its_source_through_a_lost_worker(
@@ -90,6 +108,28 @@ def test_a_teams_submitted_job_runs_on_the_cluster(request, sandbox, team, spark
         oracle.round()
         applications = master_state(sandbox)["activeapps"]
         assert any(app["name"] == "team-cdc-job" for app in applications), applications
+
+
+@pytest.mark.parametrize("variant", list(CAUGHT_ON_THE_CLUSTER))
+def test_a_bug_only_a_cluster_shows_passes_in_local_mode_and_is_caught_there(request, variant, sandbox, team, spark,
+                                                                             spark_cluster):
+    """The variant's own driver (`tests/broken_job.py`) in local mode, then on the cluster, over the same changes:
+    silver equals the source in the one and shows the variant's mismatch in the other."""
+    table, catch = CAUGHT_ON_THE_CLUSTER[variant]
+    entry = [str(BROKEN_JOB), variant]
+    with _under_the_oracle(request, team, spark, [table], jobs.builtin_submitted(None, entry)) as \
+            (pipeline, mutator, oracle):
+        pipeline.start_continuous()
+        oracle.track([table])
+        mutator.random_batch(8, seed=206, tables=[table])
+        oracle.round("in local mode")
+    judged = expect_catch(request, variant, f"team project, {table}", "continuous, on the Spark cluster", (catch,))
+    with _under_the_oracle(request, team, spark, [table], jobs.builtin_submitted(spark_cluster, entry)) as \
+            (pipeline, mutator, oracle):
+        pipeline.start_continuous()
+        with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
+            oracle.track([table])
+    assert not (wrong := judged(caught.value)), f"{variant}: {wrong}"
 
 
 @contextmanager

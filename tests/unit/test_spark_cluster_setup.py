@@ -33,6 +33,10 @@ def test_the_cluster_is_remembered_once_asked_for_and_an_unknown_name_is_refused
                                                                       "spark_worker_2"]
     with pytest.raises(SandboxError, match="no optional service named trino"):
         again.record_optional_services(["trino"])
+    for_one_command = Settings.load({"SANDBOX_STATE_DIR": str(tmp_path / "other"), "SANDBOX_WITH": "spark-cluster"})
+    assert for_one_command.optional_services == ("spark-cluster",)
+    with pytest.raises(SandboxError, match="SANDBOX_WITH names no optional service trino"):
+        Settings.load({"SANDBOX_STATE_DIR": str(tmp_path / "other"), "SANDBOX_WITH": "trino"}).optional_services
 
 
 def test_the_daemons_listen_on_loopback_at_the_sandboxs_ports(settings):

@@ -35,16 +35,11 @@ OPTIONAL = {CLUSTER: ((SparkMaster,), (SparkWorker1, SparkWorker2))}
 
 
 def all_services(settings: Settings, every_optional: bool = False) -> list[NativeService]:
-    """The services this sandbox runs: the stack, and the optional ones it was brought up with or that run (or
-    every one)."""
-    wanted = set(settings.optional_services)
-    optional = [svc for svc in (cls(settings) for cls in _flat(OPTIONAL.values()))
-                if every_optional or svc.pid() is not None or _optional_name(svc) in wanted]
-    return [*(cls(settings) for cls in (*INDEPENDENT, *DEPENDENT)), *optional]
-
-
-def _optional_name(svc: NativeService) -> str:
-    return next(name for name, phases in OPTIONAL.items() if isinstance(svc, tuple(_flat([phases]))))
+    """The services this sandbox runs: the stack and the optional ones chosen for it (`sandbox up --with`,
+    SANDBOX_WITH), or every optional one. An optional service a test session started for itself alone (the
+    `spark_cluster` fixture) is not among them, so that another session's view of the sandbox stays its own."""
+    optional = OPTIONAL if every_optional else {name: OPTIONAL[name] for name in settings.optional_services}
+    return [cls(settings) for cls in (*INDEPENDENT, *DEPENDENT, *_flat(optional.values()))]
 
 
 def _flat(groups) -> list[type]:
@@ -233,7 +228,7 @@ def logs(settings: Settings, service_name: str, lines: int, follow: bool) -> int
 def instances(settings: Settings) -> dict[str, str | None]:
     """A service's instance is its server process: pid and start time (a pid can be reused)."""
     found = {}
-    for svc in all_services(settings, every_optional=True):
+    for svc in all_services(settings):
         pid = svc.pid()
         try:
             found[svc.name] = None if pid is None else f"{pid}@{psutil.Process(pid).create_time()}"

@@ -22,6 +22,9 @@ MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 # A worker removes the directories of applications that ended (each executor's log and fetched files) after a day.
 WORKER_OPTS = "-Dspark.worker.cleanup.enabled=true -Dspark.worker.cleanup.appDataTtl=86400"
+# The workers, and so their executors, run in a zone of their own, as a cluster's nodes may, while every driver the
+# sandbox starts runs in UTC: code that reads the process's zone instead of the session's shows it on the cluster.
+WORKER_ZONE = "America/New_York"
 
 
 def master_url(settings: Settings) -> str:
@@ -102,6 +105,9 @@ class SparkMaster(SparkDaemon):
 
 class SparkWorker(SparkDaemon):
     main_class = WORKER_CLASS
+
+    def environment(self) -> dict[str, str]:
+        return {**super().environment(), "TZ": WORKER_ZONE}
 
     def arguments(self) -> list[str]:
         return ["--host", self.endpoint.host, "--port", str(self.endpoint.port),
