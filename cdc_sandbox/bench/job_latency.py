@@ -206,7 +206,7 @@ def _on_the_cluster(local: Pipeline, settings: Settings, print_line, trigger_sec
                    + f"; total {sum(resident.values()):.0f} MiB")
         master = spark_cluster.master_url(settings)
         pipe = Pipeline(settings, job.job_config(settings, lake=_bench_lake(settings, "cluster")), local.spark,
-                        owns_session=False, job=jobs.builtin_on_cluster(master))
+                        owns_session=False, job=jobs.builtin_submitted(master))
         try:
             _load_and_latency(pipe, settings, print_line, trigger_seconds, f"on the cluster ({master})",
                               changes=CLUSTER_LATENCY_CHANGES)

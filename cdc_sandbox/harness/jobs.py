@@ -82,7 +82,7 @@ class JobUnderTest:
         """The same job submitted to the Spark cluster at `master` (a job file's `submit` line gets it as
         `{master}`)."""
         if self.builtin:
-            return builtin_on_cluster(master)
+            return builtin_submitted(master)
         if self.spec_path is None or "callable" in yaml.safe_load(self.spec_path.read_text()):
             raise SandboxError(f"the {self.name} job runs in the harness's own Spark session, which is local",
                                "describe it by a `submit` line with --master {master} to run it on a cluster")
@@ -100,10 +100,6 @@ def builtin_submitted(master: str | None, entry: list[str] | None = None) -> Job
     cluster at `master`, or in local mode for None. `entry` replaces the job file by another that runs it (a file
     and its first arguments, e.g. one that breaks the job first)."""
     return JobUnderTest(BUILTIN, _submitted_to(master, entry), records_positions=True, master=master)
-
-
-def builtin_on_cluster(master: str) -> JobUnderTest:
-    return builtin_submitted(master)
 
 
 def _submitted_to(master: str | None, entry: list[str] | None) -> Callable:

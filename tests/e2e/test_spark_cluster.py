@@ -68,7 +68,7 @@ def test_the_job_on_the_cluster_keeps_every_table_equal_to_its_source_through_a_
     """Continuous micro-batches over every table of the project, a worker (and its executor) killed while a
     micro-batch runs on it, a column added mid-stream, then a run-once round once the worker is back: each round
     checked, and every commit at the end."""
-    with _under_the_oracle(request, team, spark, TEAM_TABLES, jobs.builtin_on_cluster(spark_cluster)) as \
+    with _under_the_oracle(request, team, spark, TEAM_TABLES, jobs.builtin_submitted(spark_cluster)) as \
             (pipeline, mutator, oracle):
         pipeline.start_continuous()
         oracle.track(TEAM_TABLES)
