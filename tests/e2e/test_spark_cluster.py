@@ -16,7 +16,7 @@ import re
 import subprocess
 import sys
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import psutil
 import pytest
@@ -173,8 +173,11 @@ def _app_id(settings, pipeline) -> str:
 
 
 def _kill_with_its_executors(pid: int) -> None:
+    """SIGKILL the worker and every process under it; one that has ended by itself meanwhile (the worker's short-lived
+    helpers, an executor exiting with its worker) is already where the kill would put it."""
     worker = psutil.Process(pid)
     family = [worker, *worker.children(recursive=True)]
     for process in family:
-        process.kill()
+        with suppress(psutil.NoSuchProcess):
+            process.kill()
     psutil.wait_procs(family, timeout=30)
