@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: up down status test check fuzz bench clean venv compose-cli ci-linters broken-variants
+.PHONY: up down status test check fuzz bench clean venv compose-cli ci-linters broken-variants docs
 
 venv: $(STAMP)
 
@@ -70,6 +70,12 @@ broken-variants: venv
 # The linters the CI-file tests run (actionlint, gitlab-ci-local), once per machine.
 ci-linters: venv
 	$(BIN)/python -m tests.ci_linters
+
+# The documentation site: the reference pages read off the code again, then built into reports/site with every
+# internal link and anchor checked (`tests/unit/test_docs.py` checks both in `make test`).
+docs: venv
+	$(BIN)/python -m tests.reference_docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir reports/site
 
 bench: venv
 	$(BIN)/sandbox up

@@ -128,7 +128,8 @@ def _print_status(settings: Settings, statuses: list, connectors: list[tuple[str
         if st.beyond_loopback:
             console.print(f"[red]{st.service} listens beyond loopback ({', '.join(st.beyond_loopback)})[/red]: "
                           "other machines can reach it; stop it with "
-                          "`sandbox down` and see the README's \"What runs where\"", highlight=False)
+                          "`sandbox down` and see \"What runs where\" in the documentation (docs/concepts/stack.md)",
+                          highlight=False)
     console.print(_tables_table(settings))
     ctable = Table(title="connectors")
     ctable.add_column("connector")

@@ -75,7 +75,7 @@ def probes(pipe: Pipeline, settings: Settings, trigger_seconds: float, changes: 
     try:
         for n in range(changes):
             # A change arrives at any point of the trigger's cycle. Issued as soon as the previous commit is seen,
-            # every probe would meet the cycle at the same phase (measured: just after a trigger, so 0.85 s waits).
+            # every probe would meet the cycle at the same phase, and all would measure the same wait.
             time.sleep(rng.uniform(0, trigger_seconds))
             row = mutator.sample_row(TABLE, rng)
             change = mutator.update(TABLE, {"catid": row["catid"]}, {"catdesc": f"latency probe {n} {time.time()}"})

@@ -1,5 +1,5 @@
 """Java class-data sharing for the Spark driver: a JVM maps the classes an earlier job run loaded, already parsed and
-verified, instead of reading them from some 300 jars again (a job run's start 8 s -> 5 s, README "The job's settings").
+verified, instead of reading them from some 300 jars again (docs/reference/job-settings.md).
 
 The first `sandbox job run` on a machine records the archive as it exits; later driver JVMs (job runs and the
 harness's Spark sessions, of every sandbox and checkout on the machine) start from it. The JVM refuses an archive

@@ -31,12 +31,12 @@ from cdc_sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY, s3_cli
 JOB_FILE = PACKAGE_DIR / "spark_jobs" / "cdc_hudi_job.py"
 JOB_FAILED = "job failed: "  # begins the line naming the cause of a failed run
 POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog", "sqlserver": "sqlserver"}
-# A copy-on-write upsert rewrites each file group it touches whole: for TICKIT's large tables, one group per table
-# made a single-row upsert of `sale` (172k rows) take 2.7 s, four 1.5 s; eight cut a seven-table batch by about
-# 1.5 s more, sixteen slowed the backlog and the reads (README, "The job's settings").
+# A copy-on-write upsert rewrites each file group it touches whole: TICKIT's large tables get several groups so that
+# a small upsert rewrites only part of one, but not so many that the backlog and the reads slow down
+# (docs/reference/job-settings.md).
 TABLE_BUCKETS = {"listing": 8, "sale": 8, "user": 4}
 # The JVM's quick compiler alone, for a run that processes what Kafka holds and exits: its optimizing compiler's
-# threads cost more than their code saves in so short a life (README, "The job's settings").
+# threads cost more than their code saves in so short a life (docs/reference/job-settings.md).
 QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
 EXECUTOR_MEMORY = "1g"  # within what a sandbox's Spark worker offers (`spark_cluster.WORKER_MEMORY`)
 # Spark's streaming checkpoint writes each offsets and commits file to a temporary name and renames it, which S3A
@@ -145,7 +145,7 @@ def cluster_options(settings: Settings, config: JobConfig, master: str, once: bo
 
 def java_options(settings: Settings, config: JobConfig, once: bool, record: bool = False):
     """The job's JVM options, and the class archive to keep if this run records one (`class_archive`). A run of a
-    few batches is over before the optimizing compiler pays for itself (README, "The job's settings")."""
+    few batches is over before the optimizing compiler pays for itself (docs/reference/job-settings.md)."""
     archive_option, recording = class_archive.java_options(settings, config, record=record)
     return " ".join(filter(None, [archive_option, QUICK_COMPILER if once else ""])), recording
 

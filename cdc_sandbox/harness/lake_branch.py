@@ -33,8 +33,7 @@ from cdc_sandbox.stack.services.localstack import s3_client
 
 BASELINE = "_baseline"
 RETAINED_COMMITS = 2
-# Events; past this the baseline catches up once, instead of every branch replaying the gap in its own job (a gap
-# spanning many schema versions of a table cost a branch 20 s; a user's second module 22-27 s -> 15-17 s).
+# Events; past this the baseline catches up once, instead of every branch replaying the gap in its own job.
 CATCH_UP_LAG = 500
 COPY_WORKERS = 8
 EARLIEST = -2  # a starting offset, as Spark's Kafka source spells "from the partition's start"

@@ -42,24 +42,22 @@ from cdc_sandbox.stack.services.localstack import s3_client
 from cdc_sandbox.wait import wait_until
 
 # The harness's in-process job gives up on an unreachable S3 within seconds: a test that stops the stack under a
-# running job gets it back at once. With S3A's defaults (20 SDK attempts within each of 7 S3A retries) a stop under
-# `sandbox down` waited 50-60 s; at 3 and 3 it still did, as the batch's driver threads go through dozens of S3 calls
-# one after another (bronze's commit, and Hudi reading hoodie.properties 5 times a second apart) and each retried for
-# seconds. At 3 SDK attempts (which retry a stale connection) and 1 S3A retry: 1-15 s. Jobs run by `sandbox job run`
-# keep S3A's defaults, and ride out a LocalStack restart.
+# running job gets it back at once. A batch's driver threads make dozens of S3 calls one after another (bronze's
+# commit, Hudi's repeated reads of hoodie.properties), so any retrying of each adds up: the SDK's few attempts retry a
+# stale connection, and S3A retries once. Jobs run by `sandbox job run` keep S3A's defaults, and ride out a LocalStack
+# restart.
 HARNESS_S3A_RETRIES = {"spark.hadoop.fs.s3a.attempts.maximum": "3", "spark.hadoop.fs.s3a.retry.limit": "1",
                        "spark.hadoop.fs.s3a.retry.interval": "100ms"}
 # Likewise with Kafka: the query's stop closes Spark's Kafka admin client, whose close waits for its pending request,
-# which a stopped Kafka answers only with the client's API timeout, 60 s by default (a stop under `sandbox down` took
-# 59 s in about half the runs). At 10 s a killed Kafka still comes back (in about 8 s) before the job's offset lookups
-# give up (3 attempts). The admin client refuses an API timeout below its request timeout (30 s by default).
-# One such stop later took 266 s, the admin client's thread asleep in its network poll the whole time: with nothing
-# due, that poll lasts until the client's next metadata refresh, 5 minutes by default. At 10 s it wakes sooner.
+# which a stopped Kafka answers only with the client's API timeout. This shorter one still lets a killed Kafka come
+# back before the job's offset lookups give up; the request timeout comes down with it, as the admin client refuses
+# an API timeout below it. With nothing due, the client's network poll sleeps until its next metadata refresh, so a
+# short metadata age wakes it sooner.
 HARNESS_KAFKA_TIMEOUTS = {"kafka.default.api.timeout.ms": "10000", "kafka.request.timeout.ms": "10000",
                           "kafka.metadata.max.age.ms": "10000"}
 
 
-# The harness's continuous job triggers every second, not every 2 s as `sandbox job run --continuous` does: a
+# The harness's continuous job triggers every second, twice as often as `sandbox job run --continuous` does: a
 # round's change waits half a trigger on average before a batch picks it up, and a trigger with nothing new costs
 # one offsets request to Kafka.
 HARNESS_TRIGGER_SECONDS = 1.0

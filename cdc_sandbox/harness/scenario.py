@@ -1,6 +1,6 @@
 """Scenario files: a production CDC bug as data — starting rows, a sequence of source changes with pipeline pauses,
 job restarts and a skewed source clock, and what silver and time travel must show. The format is described in the
-README ("Scenario files"). A malformed file fails with its path, the line and the reason.
+documentation (docs/guides/scenarios.md). A malformed file fails with its path, the line and the reason.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ class ExpectationUnmet(OracleMismatch):
 class ScenarioError(SandboxError):
     def __init__(self, path: Path, line: int | None, reason: str):
         where = f"{path}:{line}" if line else str(path)
-        super().__init__(f"{where}: {reason}", "see \"Scenario files\" in the README for the format")
+        super().__init__(f"{where}: {reason}",
+                         "see \"Scenarios\" in the documentation (docs/guides/scenarios.md) for the format")
         self.path, self.line, self.reason = path, line, reason
 
 

@@ -100,9 +100,9 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         f"{COMMIT_META_PREFIX}batch_id": str(batch_id),
         "hoodie.upsert.shuffle.parallelism": "2",
         "hoodie.insert.shuffle.parallelism": "2",
-        # Measured per single-row upsert of `category` (README, "The job's settings"): the metadata table costs
-        # about 3.3 s of 5.1 s; the embedded timeline server with its markers 0.45 s; Hudi's own in-batch
-        # deduplication repeats `latest_per_key`.
+        # Off because they slow the job's small upserts (docs/reference/job-settings.md): the metadata table above
+        # all, then the embedded timeline server with its markers; Hudi's own in-batch deduplication repeats
+        # `latest_per_key`.
         "hoodie.metadata.enable": "false",
         "hoodie.embed.timeline.server": "false",
         "hoodie.write.markers.type": "DIRECT",
@@ -550,7 +550,7 @@ def start(spark: SparkSession, config: JobConfig, once: bool, report=print):
                       else "earliest")
               .option("failOnDataLoss", str(config.fail_on_data_loss).lower())
               # Spark reads a known offset range, so a fetch never needs to wait for data to arrive; the consumer's
-              # default (500 ms) held each partition's last fetch of a micro-batch that long.
+              # default wait would hold each partition's last fetch of a micro-batch for its whole length.
               .option("kafka.fetch.max.wait.ms", "10")
               .options(**config.kafka_options)
               .load())

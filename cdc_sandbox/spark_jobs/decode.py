@@ -66,7 +66,7 @@ class SchemaCache:
     once. An id the registry does not know (yet: a connector may register it a moment later) is asked again with
     backoff and never remembered as missing; an unreachable registry stops the batch."""
 
-    PAUSES = REGISTRY_RETRY_PAUSES  # seconds between tries, about 8 s in all
+    PAUSES = REGISTRY_RETRY_PAUSES  # seconds between tries, enough in all for a connector to register a new schema
 
     def __init__(self, registry_url: str, pauses: tuple[float, ...] = PAUSES):
         self.registry_url = registry_url.rstrip("/")

@@ -10,18 +10,18 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 # Hudi sizes its spillable maps with JOL, which on first use starts two JVMs to probe for the serviceability agent
-# and then warns that it cannot attach: about 1.5 s of the first upsert in every process. Its estimate works without.
+# and then warns that it cannot attach, which slows the first upsert in every process. Its estimate works without.
 QUIET_JOL = "-Djol.skipHotspotSAAttach=true -Djol.skipDynamicAttach=true"
 # The S3 client parses every listing with a SAX reader that it asks `XMLReaderFactory` for; without this property
 # the factory searches every jar on the classpath for a provider, per response (1.5% of the driver's CPU, sampled).
 SAX_DRIVER = "-Dorg.xml.sax.driver=com.sun.org.apache.xerces.internal.parsers.SAXParser"
-# The throughput collector instead of G1: a driver on 2 cores spent 38 of its 392 CPU-seconds in G1's marking and
-# collections over three suites, 12 of 358 with this one (README "The job's settings").
+# The throughput collector instead of G1: a driver on few cores loses less of its CPU to collection without G1's
+# concurrent marking (docs/reference/job-settings.md).
 PARALLEL_GC = "-XX:+UseParallelGC"
 # Spark keeps the code it generates for a plan, compiled, in a cache of 100 by default. The harness's driver runs the
 # job's upserts of seven tables and the oracle's reads of them for a whole session, more distinct plans than that:
 # over the scenarios and the oracle suites Janino compiled 1,153-1,344 plans with 100 entries and 348-383 with 2,000,
-# and each compiled plan is new classes, new code for the JIT compiler (README "The job's settings").
+# and each compiled plan is new classes, new code for the JIT compiler (docs/reference/job-settings.md).
 CODEGEN_CACHE_ENTRIES = "2000"
 # Spark compiles a stage into one class only while its rows have at most this many fields, nested ones counted
 # (default 100). The job decodes a topic's messages into one record column per schema version, which a topic with a

@@ -23,10 +23,8 @@ POM_DIR = Path(__file__).resolve().parent / "jvm"
 MIN_JAVA = 17
 
 # The services serve a few clients on a machine whose cores the job needs: the serial collector has no concurrent
-# threads, and the quick compiler alone stops compiling once a service is warm. Killed and started again, Kafka,
-# Apicurio, Connect and the metastore were back with their connectors running in 16.8-16.9 s instead of 18.8-19.0 s
-# (G1 and both compilers). Connect keeps the optimizing compiler, since Debezium converts every row of a bulk load
-# (with the quick compiler too: 16.3-16.4 s).
+# threads, and the quick compiler alone stops compiling once a service is warm, so a restarted stack is back sooner.
+# Connect keeps the optimizing compiler, since Debezium converts every row of a bulk load.
 QUIET_SERVICE_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 BUSY_SERVICE_OPTIONS = ("-XX:+UseSerialGC",)
 

@@ -5,7 +5,7 @@ cut, LocalStack included), each checked by the lake's listing too. After each fa
 against the source (nothing lost, no key twice), and at the end time travel and incremental reads at every commit
 it recorded. Connect's crash makes Debezium re-send what it had delivered since its last offset flush: the test
 finds those real duplicates in Kafka and the oracle proves the job idempotent against them. The job's own crash:
-test_job_modes.py. The recovery of each fault is in the README ("Faults and recovery"); the test prints its
+test_job_modes.py. The recovery of each fault is in docs/guides/faults.md; the test prints its
 timings."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ no commit metadata of the sandbox's, so the harness knows a round has landed fro
 Ordered by Debezium's `__source_ts_ms`, as the reference architecture does, the job loses the later of two
 changes when the source's clock steps back: the source-clock-skew scenario shows it. Ordered by the change's place
 in the source's log, the same job passes that scenario and the oracle's rounds. (The whole suite runs against it
-with `--sandbox-job examples/team_job/sandbox-job.yaml`: README, "Your own job under test".)"""
+with `--sandbox-job examples/team_job/sandbox-job.yaml`: docs/guides/own-job.md.)"""
 
 from __future__ import annotations
 

@@ -72,8 +72,8 @@ class Kafka(JvmService):
             "share.coordinator.state.topic.min.isr": 1,
             "group.initial.rebalance.delay.ms": 0,
             "log.retention.hours": -1,
-            # A broker restarted after a crash cannot register until the controller expires its old session
-            # (9 s by default); broker and controller share this one process, so a short session is safe.
+            # A broker restarted after a crash cannot register until the controller expires its old session, hence
+            # a short one; broker and controller share this one process, so that is safe.
             "broker.heartbeat.interval.ms": 500,
             "broker.session.timeout.ms": 3000,
         }

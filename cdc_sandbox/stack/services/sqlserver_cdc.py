@@ -43,7 +43,7 @@ def cdc_setup_batches(topology: Topology) -> list[str]:
     return batches
 
 
-CAPTURE_POLLING_SECONDS = 1  # SQL Server's default, 5 s, would be most of every round's wait
+CAPTURE_POLLING_SECONDS = 1  # SQL Server's default polling interval would be most of every round's wait
 
 
 def _capture_polling_batch() -> str:
