@@ -28,7 +28,7 @@ from cdc_sandbox.sources import tickit
 from cdc_sandbox.stack import backends, catalog, orphans
 from cdc_sandbox.stack.backends import select
 from cdc_sandbox.stack.connection_env import connection_env
-from cdc_sandbox.stack.services.localstack import s3_client
+from cdc_sandbox.stack.services.localstack import sandbox_s3
 from cdc_sandbox.stack.services.metastore import require_metastore, thrift_uri
 
 app = typer.Typer(help="Local CDC data-lake sandbox: Postgres, MariaDB, Kafka, Debezium, Apicurio, S3.",
@@ -151,7 +151,7 @@ def _lake_table(settings: Settings, s3_up: bool) -> Table:
         table.add_row(config.lake, "[red]S3 is not running[/red]", "`make up`")
         return table
     try:
-        problem = unvouched_batch(s3_client(settings.url("localstack")), config.lake)
+        problem = unvouched_batch(sandbox_s3(settings), config.lake)
     except (BotoCoreError, ClientError) as exc:
         table.add_row(config.lake, "[red]unreadable[/red]", f"start S3: `make up` ({type(exc).__name__})")
         return table
@@ -541,13 +541,13 @@ def replay(
 def _record_bronze(settings: Settings, lake: str, registry, target: Path, topics: list[str] | None, start) -> dict:
     from cdc_sandbox.harness import job
     from cdc_sandbox.replay.bronze import from_bronze
-    from cdc_sandbox.stack.services.localstack import s3_client
+    from cdc_sandbox.stack.services.localstack import sandbox_s3
 
     if start.from_offset is not None or start.from_time_ms is not None:
         raise SandboxError("--from-offset and --since choose where to read Kafka, not bronze",
                            "record the whole bronze of the lake (`--from-bronze` alone), or record from Kafka")
     bronze_path = job.job_config(settings, lake=lake.rstrip("/")).bronze_path
-    return from_bronze(s3_client(settings.url("localstack")), bronze_path, registry, target, topics)
+    return from_bronze(sandbox_s3(settings), bronze_path, registry, target, topics)
 
 
 def _epoch_ms(text: str) -> int:
@@ -663,7 +663,7 @@ def query(
         _fail(SandboxError(f"unknown table {table}", "choose from: " + ", ".join(s.table for s in config.tables)))
     try:
         if timeline:
-            _print_timeline(table, S3Timelines(s3_client(settings.url("localstack"))).read(config.silver_path(table)),
+            _print_timeline(table, S3Timelines(sandbox_s3(settings)).read(config.silver_path(table)),
                             as_json)
             return
         rows = _read_silver(settings, config, table, engine, as_of, after, until, limit)

@@ -8,8 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka.admin import AdminClient
 
+from cdc_sandbox import kafka_clients
 from cdc_sandbox.config import Settings
 from cdc_sandbox.harness import job
 from cdc_sandbox.replay import archive
@@ -54,7 +54,7 @@ def _remove(settings: Settings, name: str, topics: list[str], lake: str | None) 
     """The replay's topics and its lake (if it got as far), once it is measured."""
     if lake:
         job.delete_lake(settings, job.job_config(settings, lake=lake))
-    admin = AdminClient({"bootstrap.servers": settings.endpoint("kafka").address, "log_level": 0})
+    admin = kafka_clients.admin(settings.endpoint("kafka").address)
     present = set(admin.list_topics(timeout=10).topics)
     doomed = [replay_topic(name, topic) for topic in topics if replay_topic(name, topic) in present]
     for future in admin.delete_topics(doomed).values() if doomed else []:

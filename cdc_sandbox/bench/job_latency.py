@@ -26,7 +26,7 @@ from cdc_sandbox.harness.checkpoint import delete_prefix
 from cdc_sandbox.harness.pipeline import Pipeline
 from cdc_sandbox.harness.timeline import Commit
 from cdc_sandbox.sources.mutations import Change, Mutator
-from cdc_sandbox.stack.services.localstack import s3_client
+from cdc_sandbox.stack.services.localstack import sandbox_s3
 from cdc_sandbox.wait import wait_until
 
 LATENCY_CHANGES = 40
@@ -169,7 +169,7 @@ def report(settings: Settings, print_line, trigger_seconds: float = 1.0) -> None
         _on_the_cluster(pipe, settings, print_line, trigger_seconds)
     finally:
         pipe.stop()
-        delete_prefix(s3_client(settings.url("localstack")), pipe.config.lake)  # every restart would restore it
+        delete_prefix(sandbox_s3(settings), pipe.config.lake)  # every restart would restore it
 
 
 def _bench_lake(settings: Settings, name: str) -> str:
@@ -211,7 +211,7 @@ def _on_the_cluster(local: Pipeline, settings: Settings, print_line, trigger_sec
             _load_and_latency(pipe, settings, print_line, trigger_seconds, f"on the cluster ({master})",
                               changes=CLUSTER_LATENCY_CHANGES)
         finally:
-            delete_prefix(s3_client(settings.url("localstack")), pipe.config.lake)
+            delete_prefix(sandbox_s3(settings), pipe.config.lake)
     finally:
         for daemon in reversed(started):
             daemon.stop()

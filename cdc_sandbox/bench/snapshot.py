@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka.admin import AdminClient
 
+from cdc_sandbox import kafka_clients
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.sources.changes import watermarks
@@ -93,7 +93,7 @@ def clean_up(settings: Settings) -> None:
         cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
                     (PUBLICATION,))
         cur.execute(f"DROP PUBLICATION IF EXISTS {PUBLICATION}")
-    admin = AdminClient({"bootstrap.servers": settings.endpoint("kafka").address, "log_level": 0})
+    admin = kafka_clients.admin(settings.endpoint("kafka").address)
     doomed = [t for t in admin.list_topics(timeout=5).topics
               if t.startswith(PREFIX + ".") or t.startswith(f"_schema-history.{PREFIX}")]
     if doomed:

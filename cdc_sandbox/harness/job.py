@@ -26,7 +26,7 @@ from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 from cdc_sandbox.spark_jobs.session import driver_conf
 from cdc_sandbox.stack import jvm
 from cdc_sandbox.stack.catalog import table_schema
-from cdc_sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY, s3_client
+from cdc_sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY, sandbox_s3
 
 JOB_FILE = PACKAGE_DIR / "spark_jobs" / "cdc_hudi_job.py"
 JOB_FAILED = "job failed: "  # begins the line naming the cause of a failed run
@@ -92,7 +92,7 @@ def check_lake_bucket(settings: Settings, config: JobConfig) -> None:
         return
     bucket, _ = split_uri(config.lake)
     try:
-        s3_client(settings.url("localstack")).head_bucket(Bucket=bucket)
+        sandbox_s3(settings).head_bucket(Bucket=bucket)
     except BotoCoreError as exc:
         raise SandboxError(f"the sandbox's S3 does not answer ({exc})", "start the sandbox: `make up`") from None
     except ClientError:
@@ -102,14 +102,14 @@ def check_lake_bucket(settings: Settings, config: JobConfig) -> None:
 
 def check_lake_holds_its_checkpoint(settings: Settings, config: JobConfig) -> None:
     """A checkpoint that vouches for data the lake lost would make the job skip that data for good: refuse."""
-    problem = unvouched_batch(s3_client(settings.url("localstack")), config.lake)
+    problem = unvouched_batch(sandbox_s3(settings), config.lake)
     if problem:
         raise SandboxError(problem, LOST_DATA_ADVICE.format(lake=config.lake))
 
 
 def delete_lake(settings: Settings, config: JobConfig) -> int:
     """Remove every object of the lake (silver, bronze, quarantine, checkpoints); returns how many."""
-    return delete_prefix(s3_client(settings.url("localstack")), config.lake)
+    return delete_prefix(sandbox_s3(settings), config.lake)
 
 
 def write_config(settings: Settings, config: JobConfig, path: Path | None = None) -> Path:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from confluent_kafka import Consumer
 
+from cdc_sandbox import kafka_clients
 from cdc_sandbox.config import Settings
 from cdc_sandbox.harness import job
 from cdc_sandbox.harness.checkpoint import committed_offsets, delete_prefix, object_keys, split_uri
@@ -29,7 +29,7 @@ from cdc_sandbox.sources.changes import close_soon, end_offsets
 from cdc_sandbox.spark_jobs.cdc_hudi_job import STAMPED_WRITE_SUPPORT, written_with_buckets
 from cdc_sandbox.spark_jobs.decode import POSITION_LAYOUT
 from cdc_sandbox.spark_jobs.job_config import JobConfig
-from cdc_sandbox.stack.services.localstack import s3_client
+from cdc_sandbox.stack.services.localstack import sandbox_s3
 
 BASELINE = "_baseline"
 RETAINED_COMMITS = 2
@@ -43,7 +43,7 @@ LAYOUT_MARKER = "position-layout"  # in the baseline's lake: the `layout_marker`
 class LakeBranches:
     def __init__(self, settings: Settings, spark):
         self.settings = settings
-        self.s3 = s3_client(settings.url("localstack"))
+        self.s3 = sandbox_s3(settings)
         config = job.job_config(settings, lake=f"s3a://{settings.topology.lake_bucket}/{BASELINE}",
                                 retain_commits=RETAINED_COMMITS, catalog_database="")
         self.baseline = Pipeline(settings, config, spark, owns_session=False)
@@ -149,7 +149,7 @@ def copy_prefix(s3, source: str, target: str) -> int:
 def from_earliest_where_unread(settings: Settings, offsets: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
     """`offsets` with each partition added to its topic since they were taken at -2 (Spark: the earliest offset):
     the baseline never read those, and Spark refuses starting offsets that leave out a partition."""
-    consumer = Consumer({"bootstrap.servers": settings.endpoint("kafka").address, "group.id": "sandbox-branch"})
+    consumer = kafka_clients.consumer(settings.endpoint("kafka").address, "branch")
     try:
         complete = {}
         for topic, known in offsets.items():

@@ -46,11 +46,11 @@ def finish(pipes: list, failed: bool) -> None:
     """Stop the pipelines; remove their lakes (and lakes named after them, such as `<lake>-mor`) unless a test
     failed, in which case they stay for a look and are named in the run's summary."""
     from cdc_sandbox.harness.checkpoint import delete_prefix
-    from cdc_sandbox.stack.services.localstack import s3_client
+    from cdc_sandbox.stack.services.localstack import sandbox_s3
 
     for pipe in pipes:
         pipe.stop()
         if failed:
             KEPT_LAKES.append(pipe.config.lake)
         else:
-            delete_prefix(s3_client(pipe.settings.url("localstack")), pipe.config.lake, whole_names=False)
+            delete_prefix(sandbox_s3(pipe.settings), pipe.config.lake, whole_names=False)

@@ -38,7 +38,7 @@ from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.spark_jobs.job_config import JobConfig
 from cdc_sandbox.spark_jobs.session import spark_session
 from cdc_sandbox.stack.catalog import table_schema
-from cdc_sandbox.stack.services.localstack import s3_client
+from cdc_sandbox.stack.services.localstack import sandbox_s3
 from cdc_sandbox.wait import wait_until
 
 # The harness's in-process job gives up on an unreachable S3 within seconds: a test that stops the stack under a
@@ -293,7 +293,7 @@ class Pipeline:
 
     @functools.cached_property
     def s3(self):
-        return s3_client(self.settings.url("localstack"))
+        return sandbox_s3(self.settings)
 
     @functools.cached_property
     def s3_timelines(self) -> commit_timeline.S3Timelines:

@@ -28,7 +28,7 @@ from cdc_sandbox.sources.mutations import Mutator
 from cdc_sandbox.sources.registry import RegistryClient
 from cdc_sandbox.stack import catalog, databases
 from cdc_sandbox.stack.connectors import ConnectClient
-from cdc_sandbox.stack.services.localstack import s3_client
+from cdc_sandbox.stack.services.localstack import sandbox_s3
 
 STARTED = time.monotonic()
 
@@ -164,7 +164,7 @@ def cdc_registry(cdc_sandbox: Settings) -> RegistryClient:
 @pytest.fixture(scope="session")
 def cdc_s3(cdc_sandbox: Settings):
     """A boto3 S3 client of LocalStack, where the lakes live."""
-    return s3_client(cdc_sandbox.url("localstack"))
+    return sandbox_s3(cdc_sandbox)
 
 
 @pytest.fixture(scope="session")

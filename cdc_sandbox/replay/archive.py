@@ -20,13 +20,13 @@ import datetime as dt
 import json
 import tarfile
 import tempfile
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import fastavro
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from cdc_sandbox import kafka_clients
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.replay.fold import Event
 from cdc_sandbox.sources.changes import close_soon, flattened, with_epoch_types
@@ -58,8 +58,7 @@ def record(bootstrap: str, registry: RegistryClient, topics: list[str], out: Pat
            connectors: dict[str, dict] | None = None) -> dict:
     """Record every message of `topics` from `start` up to each partition's end as it is now into `out`; returns
     the manifest. Messages go to disk as they are read: a recording holds in memory only the schema ids it saw."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sandbox-record-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "log_level": 0})
+    consumer = kafka_clients.consumer(bootstrap, "record")
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         try:

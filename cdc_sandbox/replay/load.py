@@ -13,9 +13,9 @@ import base64
 from dataclasses import dataclass
 
 import requests
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
+from cdc_sandbox import kafka_clients
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.replay.archive import Archive, named_id
 from cdc_sandbox.sources.registry import HEADER, MAGIC_BYTE
@@ -85,8 +85,7 @@ def prepare(archive: Archive, bootstrap: str, registry_url: str, name: str) -> L
 def write(archive: Archive, loaded: Loaded, bootstrap: str, ranges: dict[str, dict[int, tuple[int, int]]]) -> int:
     """Write the archive's messages of each partition from the first to the last index `ranges` gives (start
     included, end not), in order, into the replay's topics; returns how many."""
-    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "enable.idempotence": True,
-                         "linger.ms": 20})
+    producer = kafka_clients.producer(bootstrap, {"enable.idempotence": True, "linger.ms": 20})
     failures, written = [], 0
     for topic, partitions in ranges.items():
         for partition, (start, end) in partitions.items():
@@ -115,7 +114,7 @@ def _rewritten(part: str | None, topic: str, role: str, ids: dict) -> bytes | No
 
 
 def _create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = kafka_clients.admin(bootstrap)
     present = set(admin.list_topics(timeout=10).topics)
     taken = sorted(set(partitions) & present)
     if taken:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from cdc_sandbox import kafka_clients
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.sources.registry import RegistryClient, WireFormatError
 from cdc_sandbox.spark_jobs.avro_schema import ENVELOPE_FIELDS, epoch_fields
@@ -68,13 +68,7 @@ class ChangeReader:
         self.registry = registry
         self.events: list[ChangeEvent] = []
         self.undecodable: list[tuple[int, int]] = []  # (partition, offset) of messages that are not Apicurio Avro
-        self._consumer = Consumer({
-            "bootstrap.servers": bootstrap,
-            "group.id": f"sandbox-reader-{uuid.uuid4()}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "log_level": 0,
-        })
+        self._consumer = kafka_clients.consumer(bootstrap, "reader", {"auto.offset.reset": "earliest"})
         if from_end:
             self._consumer.assign(self._end_offsets())
         elif from_offsets:  # a partition added since the offsets were taken is read from its start
@@ -172,8 +166,7 @@ def close_soon(consumer: Consumer) -> None:
 
 def watermarks(bootstrap: str, topics: list[str]) -> dict[str, dict[int, tuple[int, int]]]:
     """{topic: {partition: (first offset, end offset)}} now; a topic that does not exist yet is left out."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sandbox-offsets-{uuid.uuid4()}",
-                         "log_level": 0})
+    consumer = kafka_clients.consumer(bootstrap, "offsets")
     try:
         found = consumer.list_topics(timeout=10).topics
         return {topic: {p: tuple(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10))

@@ -11,18 +11,18 @@ producer sees the new count at once (the old one keeps the old count until its m
 
 from __future__ import annotations
 
-import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 with warnings.catch_warnings():  # kafka-python loads its protocol schemas through importlib.resources' old API
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka.partitioner.default import murmur2
 
+from cdc_sandbox import kafka_clients
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.sources.changes import close_soon, end_offsets
 from cdc_sandbox.sources.mutations import same_key
@@ -97,7 +97,7 @@ def last_but_one(events: list):
 
 
 def _produce(bootstrap: str, topic: str, partition: int, key: bytes, value: bytes, headers) -> tuple[int, int]:
-    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+    producer = kafka_clients.producer(bootstrap)
     written = []
     producer.produce(topic, value=value, key=key, partition=partition, headers=headers or None,
                      on_delivery=lambda error, message: written.append((error, message)))
@@ -110,8 +110,7 @@ def _produce(bootstrap: str, topic: str, partition: int, key: bytes, value: byte
 
 def _messages(bootstrap: str, topic: str, ends: dict[int, int]) -> Iterator:
     """Every message of the topic up to `ends` ({partition: end offset}), each partition in its order."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sandbox-topics-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "log_level": 0})
+    consumer = kafka_clients.consumer(bootstrap, "topics")
     try:
         remaining = {p: end for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(topic, p, 0) for p in remaining])
@@ -131,7 +130,7 @@ def _messages(bootstrap: str, topic: str, ends: dict[int, int]) -> Iterator:
 def grow(bootstrap: str, connect_url: str, connector: str, topic: str, count: int) -> None:
     """Raise the topic to `count` partitions, then stop and resume the connector so that its new producer uses
     them."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = kafka_clients.admin(bootstrap)
     admin.create_partitions([NewPartitions(topic, count)], request_timeout=30)[topic].result(timeout=60)
     wait_until(lambda: len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == count, 30,
                f"{topic} to show {count} partitions", "see `sandbox logs kafka`")
@@ -140,7 +139,7 @@ def grow(bootstrap: str, connect_url: str, connector: str, topic: str, count: in
 
 def ensure_topic(bootstrap: str, topic: str) -> None:
     """The topic, created with one partition if it does not exist yet (so that a reader can start at its end)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = kafka_clients.admin(bootstrap)
     if topic in admin.list_topics(timeout=10).topics:
         return
     try:
@@ -162,7 +161,7 @@ def unready(admin: AdminClient, topics: list[str]) -> list[str]:
 
 def wait_for_topics(bootstrap: str, topics: list[str], timeout: float = TOPICS_TIMEOUT) -> None:
     """Wait until every topic a job is about to read exists (Spark's Kafka source fails on one that does not)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = kafka_clients.admin(bootstrap)
     missing = unready(admin, topics)
     if missing:
         wait_until(lambda: not unready(admin, missing), timeout, f"Debezium to create {', '.join(missing)}",

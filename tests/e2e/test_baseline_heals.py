@@ -12,7 +12,7 @@ from cdc_sandbox.harness.checkpoint import delete_prefix, object_keys, split_uri
 from cdc_sandbox.harness.lake_branch import LakeBranches
 from cdc_sandbox.harness.lakes_for_tests import new_lake
 from cdc_sandbox.harness.pipeline import Pipeline
-from cdc_sandbox.stack.services.localstack import s3_client
+from cdc_sandbox.stack.services.localstack import sandbox_s3
 
 pytestmark = [pytest.mark.e2e]
 
@@ -21,7 +21,7 @@ def test_a_baseline_its_job_fails_on_is_rebuilt_from_the_topics(sandbox, spark, 
                                                                  pipeline_factory, monkeypatch):
     branches = LakeBranches(sandbox, spark)
     config = branches.baseline.config
-    baseline_lake, s3 = new_lake(sandbox, "baseline"), s3_client(sandbox.url("localstack"))
+    baseline_lake, s3 = new_lake(sandbox, "baseline"), sandbox_s3(sandbox)
     branches.baseline = Pipeline(sandbox, replace(config, lake=baseline_lake, tables=(config.spec("date"),)), spark,
                                  owns_session=False)
     first, lake = new_lake(sandbox), new_lake(sandbox)

@@ -12,7 +12,8 @@ from cdc_sandbox.config import PACKAGE_DIR
 
 LAYERS = {"core": 0, "spark_jobs": 0, "tickit_data": 0, "stack": 1, "sources": 2, "harness": 3, "replay": 3, "bench": 4,
           "cli": 4}
-CORE = {"cdc_sandbox", "cdc_sandbox.config", "cdc_sandbox.debezium_settings", "cdc_sandbox.errors", "cdc_sandbox.schema", "cdc_sandbox.wait"}
+CORE = {"cdc_sandbox", "cdc_sandbox.config", "cdc_sandbox.debezium_settings", "cdc_sandbox.errors",
+        "cdc_sandbox.kafka_clients", "cdc_sandbox.schema", "cdc_sandbox.wait"}
 
 
 def module_name(path: Path) -> str:

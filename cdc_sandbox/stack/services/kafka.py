@@ -8,6 +8,7 @@ import uuid
 
 from confluent_kafka.admin import AdminClient
 
+from cdc_sandbox import kafka_clients
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.stack import jvm
 from cdc_sandbox.stack.services.base import JvmService
@@ -107,7 +108,7 @@ class Kafka(JvmService):
         return self.java(*self._options()) + ["kafka.Kafka", str(self.conf_dir / "server.properties")]
 
     def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 3000, "log_level": 0})
+        return kafka_clients.admin(self.bootstrap, {"socket.timeout.ms": 3000})
 
     def is_ready(self) -> bool:
         metadata = self.admin().list_topics(timeout=3)

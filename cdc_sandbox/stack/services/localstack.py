@@ -145,3 +145,8 @@ def s3_client(endpoint_url: str):
         "s3", endpoint_url=endpoint_url, aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
         region_name=REGION, config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3}),
     )
+
+
+def sandbox_s3(settings):
+    """An S3 client of this sandbox's LocalStack, where its lakes live."""
+    return s3_client(settings.url("localstack"))
