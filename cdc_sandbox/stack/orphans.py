@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 
 from cdc_sandbox.config import Settings, user_cache_dir
-from cdc_sandbox.stack.process import SERVICE_MARK
+from cdc_sandbox.stack.process import SERVICE_MARK, family, kill_all
 
 STOP_TIMEOUT = 20
 REMOVED = " (deleted)"  # how Linux shows a working directory that no longer exists
@@ -89,17 +89,4 @@ def _alive(identity: dict) -> psutil.Process | None:
 def _stop(processes: list[psutil.Process]) -> None:
     """SIGKILL each process and its children: an ephemeral sandbox's data is thrown away with it, so there is
     nothing to shut down cleanly for (and a Postgres asked politely waits for clients that will never leave)."""
-    everything = [q for p in processes for q in [p, *_children(p)]]
-    for process in everything:
-        try:
-            process.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(everything, timeout=STOP_TIMEOUT)
-
-
-def _children(process: psutil.Process) -> list[psutil.Process]:
-    try:
-        return process.children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
+    kill_all([member for server in processes for member in family(server)], STOP_TIMEOUT)

@@ -115,16 +115,28 @@ def stop_process(pid_file: Path, timeout: float = 60) -> bool:
     if pid is None:
         pid_file.unlink(missing_ok=True)
         return False
-    proc = psutil.Process(pid)
-    family = [proc, *proc.children(recursive=True)]
-    for member in family:
+    members = family(psutil.Process(pid))
+    for member in members:
         quietly(member.terminate)
-    alive = wait_gone(family, timeout)
-    for member in alive:
-        quietly(member.kill)
-    wait_gone(alive, 10)
+    kill_all(wait_gone(members, timeout), 10)
     pid_file.unlink(missing_ok=True)
     return True
+
+
+def family(proc: psutil.Process) -> list[psutil.Process]:
+    """The process and every process under it (those that are still there)."""
+    try:
+        return [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return [proc]
+
+
+def kill_all(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """SIGKILL each process (one that has ended meanwhile is where the kill would put it); those still alive after
+    `timeout`."""
+    for proc in procs:
+        quietly(proc.kill)
+    return wait_gone(procs, timeout)
 
 
 def wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:

@@ -16,7 +16,7 @@ import re
 import subprocess
 import sys
 import uuid
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 
 import psutil
 import pytest
@@ -26,7 +26,7 @@ from cdc_sandbox.harness import jobs
 from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.harness.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
-from cdc_sandbox.stack import backends, listening, orphans
+from cdc_sandbox.stack import backends, listening, orphans, process
 from cdc_sandbox.stack.services.spark_cluster import SparkWorker1, executors_of, master_state
 from cdc_sandbox.wait import wait_until
 from tests import PROJECT_ROOT
@@ -175,9 +175,4 @@ def _app_id(settings, pipeline) -> str:
 def _kill_with_its_executors(pid: int) -> None:
     """SIGKILL the worker and every process under it; one that has ended by itself meanwhile (the worker's short-lived
     helpers, an executor exiting with its worker) is already where the kill would put it."""
-    worker = psutil.Process(pid)
-    family = [worker, *worker.children(recursive=True)]
-    for process in family:
-        with suppress(psutil.NoSuchProcess):
-            process.kill()
-    psutil.wait_procs(family, timeout=30)
+    assert not process.kill_all(process.family(psutil.Process(pid)), 30), "the worker's family outlived SIGKILL"

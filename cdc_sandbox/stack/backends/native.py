@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import subprocess
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -251,8 +250,5 @@ def kill(settings: Settings, services: Sequence[str]) -> None:
             processes.append(psutil.Process(pid))
         except psutil.NoSuchProcess:
             continue
-    for proc in processes:
-        proc.send_signal(signal.SIGKILL)
-    _, alive = psutil.wait_procs(processes, timeout=30)
-    if alive:
+    if alive := process.kill_all(processes, 30):
         raise SandboxError(f"still running 30 s after SIGKILL: {[p.pid for p in alive]}", "see `sandbox status`")
