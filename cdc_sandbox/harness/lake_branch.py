@@ -2,7 +2,7 @@
 
 The baseline (`s3a://<lake bucket>/_baseline`) is the job's own lake over every table, kept by the same job with the
 same options. It catches up (the job runs on it once, processing only the changes since its last run) when it
-lags the topics by more than a few thousand events; a smaller gap the branch's own job replays for its tables only.
+lags the topics by more than `CATCH_UP_LAG` events; a smaller gap the branch's own job replays for its tables only.
 A branch copies the baseline's silver tables (server-side S3 copies; the baseline cleans old file versions, so a
 copy holds little more than the latest ones) and its job starts at the Kafka offsets the baseline's checkpoint
 committed: the branch's first micro-batch holds only the changes made after the branch point, and its silver and
