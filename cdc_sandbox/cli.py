@@ -541,7 +541,6 @@ def replay(
 def _record_bronze(settings: Settings, lake: str, registry, target: Path, topics: list[str] | None, start) -> dict:
     from cdc_sandbox.harness import job
     from cdc_sandbox.replay.bronze import from_bronze
-    from cdc_sandbox.stack.services.localstack import sandbox_s3
 
     if start.from_offset is not None or start.from_time_ms is not None:
         raise SandboxError("--from-offset and --since choose where to read Kafka, not bronze",

@@ -99,11 +99,12 @@ def fixtures_page() -> str:
             alias = name.removeprefix("cdc_") if name.removeprefix("cdc_") in short else ""
             shown = f"`{alias}`" if alias else ""
             lines.append(f"| `{name}` | {scope} | {shown} | {_cell(doc)} |")
+    declared = plugin_parser(pytest_plugin)
     lines += ["", "## Command-line options", "", "| option | default | what it does |", "|---|---|---|"]
-    for option in plugin_options(pytest_plugin):
+    for option in declared.options:
         lines.append(f"| {option['names']} | {option['default']} | {_cell(option['help'])} |")
     lines += ["", "## Ini options", "", "| ini option | what it does |", "|---|---|"]
-    for name, help_text in plugin_ini_options(pytest_plugin):
+    for name, help_text in declared.ini:
         lines.append(f"| `{name}` | {_cell(help_text)} |")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -143,18 +144,11 @@ class _RecordingParser:
         self.ini.append((name, help))
 
 
-def _recorded(module) -> _RecordingParser:
+def plugin_parser(module) -> _RecordingParser:
+    """What the module's `pytest_addoption` declares: its options and ini options."""
     parser = _RecordingParser()
     module.pytest_addoption(parser)
     return parser
-
-
-def plugin_options(module) -> list[dict]:
-    return _recorded(module).options
-
-
-def plugin_ini_options(module) -> list[tuple[str, str]]:
-    return _recorded(module).ini
 
 
 PAGES = {CLI_PAGE: cli_page, FIXTURES_PAGE: fixtures_page}
