@@ -132,11 +132,13 @@ def family(proc: psutil.Process) -> list[psutil.Process]:
 
 
 def kill_all(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
-    """SIGKILL each process (one that has ended meanwhile is where the kill would put it); those still alive after
-    `timeout`."""
+    """SIGKILL each process (one that has ended meanwhile is where the kill would put it); those not yet reaped after
+    `timeout`. A killed process counts only once it is reaped: until then its pid still answers as alive, and a server
+    started again on the same data (Postgres, through postmaster.pid) refuses to start beside it."""
     for proc in procs:
         quietly(proc.kill)
-    return wait_gone(procs, timeout)
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    return alive
 
 
 def wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
