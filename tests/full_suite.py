@@ -30,12 +30,11 @@ from pathlib import Path
 import psutil
 import tomllib
 
+from cdc_sandbox.bench.results import SPEED_LOOP, machine_speed
 from tests import PROJECT_ROOT
 
 REPORTS = PROJECT_ROOT / "reports"
 SUMMARY = REPORTS / "summary.txt"
-SPEED_LOOP = 5_000_000
-SPEED_SAMPLES = 7  # one timing of the loop varies by a third from the next here; their median by about a tenth
 JUNIT_FILES = {"end-to-end": REPORTS / "junit.xml", "projects": REPORTS / "junit-projects.xml",
                "unit": REPORTS / "junit-unit.xml"}
 UNIT_TESTS = "tests/unit"
@@ -97,19 +96,6 @@ def lock_while(run: subprocess.Popen) -> dict[str, str]:
     fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file is closed
     threading.Thread(target=lambda: (run.wait(), lock.close()), daemon=True).start()
     return dict(os.environ, **{LANE_LOCK_ENV: str(LANE_LOCK)})
-
-
-def loop_seconds() -> float:
-    """Seconds this interpreter takes to add up the numbers below `SPEED_LOOP` one at a time."""
-    started = time.perf_counter()
-    total = 0
-    for number in range(SPEED_LOOP):
-        total += number
-    return time.perf_counter() - started
-
-
-def machine_speed() -> list[float]:
-    return [loop_seconds() for _ in range(SPEED_SAMPLES)]
 
 
 def note_machine_speed(summary: Path, samples: list[float]) -> str:

@@ -1,7 +1,8 @@
-"""The documentation's reference pages that are read off the code: every `sandbox` command with its arguments and
-options (from the CLI's own Typer app), and every fixture and command-line option of the pytest plugin (from the
-plugin module). `python -m tests.reference_docs` writes them; a unit test fails when a committed page differs from
-what the code says, so a new command, option or fixture cannot go undocumented.
+"""The documentation's pages that are read off the code or its measurements: every `sandbox` command with its
+arguments and options (from the CLI's own Typer app), every fixture and command-line option of the pytest plugin
+(from the plugin module), and the latest `make bench` figures (from the results file beside their page).
+`python -m tests.reference_docs` writes them; a unit test fails when a committed page differs from what the code
+says, so a new command, option or fixture cannot go undocumented.
 """
 
 from __future__ import annotations
@@ -151,7 +152,20 @@ def plugin_parser(module) -> _RecordingParser:
     return parser
 
 
-PAGES = {CLI_PAGE: cli_page, FIXTURES_PAGE: fixtures_page}
+BENCHMARKS_PAGE = DOCS / "operations" / "benchmarks.md"
+
+
+def benchmarks_page() -> str:
+    """The latest `make bench` results, from the results file it copies beside the page."""
+    import json
+
+    from cdc_sandbox.bench import page
+
+    return page.render(json.loads(BENCHMARKS_PAGE.with_suffix(".json").read_text()),
+                       BENCHMARKS_PAGE.with_suffix(".svg").name)
+
+
+PAGES = {CLI_PAGE: cli_page, FIXTURES_PAGE: fixtures_page, BENCHMARKS_PAGE: benchmarks_page}
 
 
 @contextmanager

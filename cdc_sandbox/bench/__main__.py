@@ -7,6 +7,9 @@
 - Debezium's initial snapshot of those seven tables into Kafka, by temporary connectors (rows/s);
 - the job's latency per change (`job_latency`), and `sandbox query sale` as a user runs it;
 - `sandbox record` and `sandbox replay` of 100,000 messages (`archives`).
+
+Every figure is also kept (`results`): written to `reports/bench/` as JSON and a chart, and rendered into the
+documentation's benchmarks page.
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ from rich.console import Console
 from rich.table import Table
 
 from cdc_sandbox.bench import archives, job_latency, snapshot
+from cdc_sandbox.bench.results import Results, machine, publish, write
 from cdc_sandbox.config import Settings
 from cdc_sandbox.sources import tickit
 from cdc_sandbox.stack import backends, jvm, process
 from cdc_sandbox.stack.backends import native
 
 console = Console()
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS_PAGE = PROJECT_ROOT / "docs" / "operations" / "benchmarks.md"
 
 
 def disk_usage_mb(path: Path) -> float:
@@ -42,7 +48,7 @@ def restart_seconds(settings: Settings) -> float:
     return time.monotonic() - started
 
 
-def memory_table(settings: Settings) -> Table:
+def memory_table(settings: Settings, results: Results) -> Table:
     table = Table(title="resident memory, idle")
     table.add_column("service")
     table.add_column("RSS MiB", justify="right")
@@ -54,7 +60,9 @@ def memory_table(settings: Settings) -> Table:
         pid = svc.pid()
         rss = process.resident_memory_mb(pid) if pid else 0.0
         total += rss
+        results.add("Idle stack", f"rss.{svc.name}", f"{svc.name} resident, idle", rss, "MiB")
         table.add_row(svc.name, f"{rss:.0f}")
+    results.add("Idle stack", "rss.total", "all services resident, idle", total, "MiB")
     table.add_row("[bold]total[/bold]", f"[bold]{total:.0f}[/bold]")
     return table
 
@@ -81,30 +89,43 @@ def query_seconds(table: str = "sale", runs: int = 5) -> list[float] | None:
 
 def main() -> None:
     settings = Settings.load()
+    results = Results(console.print)
     seconds = restart_seconds(settings)
-    console.print(f"down, then up to all services and connectors ready: [bold]{seconds:.1f} s[/bold]")
-    console.print(memory_table(settings))
-    console.print(f"disk: state {settings.state_dir} {disk_usage_mb(settings.state_dir):.0f} MiB; "
-                  f"resolved jars {jvm.artifacts_dir(settings)} {disk_usage_mb(jvm.artifacts_dir(settings)):.0f} MiB")
+    results.add("Stack", "up.seconds", "down, then up to every service and connector ready", seconds, "s",
+                f"down, then up to all services and connectors ready: [bold]{seconds:.1f} s[/bold]")
+    console.print(memory_table(settings, results))
+    state, jars = disk_usage_mb(settings.state_dir), disk_usage_mb(jvm.artifacts_dir(settings))
+    results.add("Stack", "disk.state", "state directory on disk", state, "MiB")
+    results.add("Stack", "disk.jars", "resolved jars on disk", jars, "MiB",
+                f"disk: state {settings.state_dir} {state:.0f} MiB; resolved jars {jvm.artifacts_dir(settings)} "
+                f"{jars:.0f} MiB")
     seconds, rows = load_seconds(settings)
-    console.print(f"TICKIT generated and loaded into empty tables: [bold]{rows} rows in {seconds:.1f} s[/bold] "
-                  f"({rows / seconds:,.0f} rows/s)")
+    results.add("Sources", "load.seconds", f"TICKIT generated and loaded into empty tables ({rows:,} rows)", seconds,
+                "s", f"TICKIT generated and loaded into empty tables: [bold]{rows} rows in {seconds:.1f} s[/bold] "
+                f"({rows / seconds:,.0f} rows/s)")
     try:
         seconds = snapshot.snapshot_seconds(settings, rows)
-        console.print(f"Debezium initial snapshot of the seven tables into Kafka: [bold]{rows} rows in "
-                      f"{seconds:.1f} s[/bold] ({rows / seconds:,.0f} rows/s)")
+        results.add("Sources", "snapshot.seconds", f"Debezium's initial snapshot of the seven tables ({rows:,} rows)",
+                    seconds, "s", f"Debezium initial snapshot of the seven tables into Kafka: [bold]{rows} rows in "
+                    f"{seconds:.1f} s[/bold] ({rows / seconds:,.0f} rows/s)")
     finally:
         snapshot.clean_up(settings)
         snapshot.drop_namespaces(settings)
-    job_latency.report(settings, console.print)
+    job_latency.report(settings, results)
     times = query_seconds()
     if times is None:
-        console.print("`sandbox query sale`: the sandbox's lake has no silver sale yet (`sandbox job run` writes it)")
+        results.say("`sandbox query sale`: the sandbox's lake has no silver sale yet (`sandbox job run` writes it)")
     else:
         median = statistics.median(times)
-        console.print(f"`sandbox query sale` (hudi-rs, a new process each): median [bold]{median:.2f} s[/bold] "
-                      f"of {len(times)} ({times[0]:.2f}-{times[-1]:.2f} s)")
-    archives.report(settings, console.print)
+        results.add("Reading silver", "query.sale.seconds", "`sandbox query sale`, a new process (median)", median,
+                    "s", f"`sandbox query sale` (hudi-rs, a new process each): median [bold]{median:.2f} s[/bold] "
+                    f"of {len(times)} ({times[0]:.2f}-{times[-1]:.2f} s)")
+    archives.report(settings, results)
+    data, chart = write(results.as_json(machine(PROJECT_ROOT)))
+    console.print(f"results: {data}, chart: {chart}")
+    if BENCHMARKS_PAGE.parent.is_dir():  # a checkout of the sandbox, not an installed package
+        publish(data, chart, BENCHMARKS_PAGE)
+        console.print(f"page: {BENCHMARKS_PAGE} (commit it with the change it measured)")
 
 
 if __name__ == "__main__":

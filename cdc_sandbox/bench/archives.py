@@ -10,6 +10,7 @@ from pathlib import Path
 
 
 from cdc_sandbox import kafka_clients
+from cdc_sandbox.bench.results import Results
 from cdc_sandbox.config import Settings
 from cdc_sandbox.harness import job
 from cdc_sandbox.replay import archive
@@ -22,12 +23,12 @@ EVENTS = 100_000
 TABLE = "sale"
 
 
-def report(settings: Settings, print_line) -> None:
+def report(settings: Settings, results: Results) -> None:
     bootstrap = settings.endpoint("kafka").address
     topic = job.job_config(settings, only=[TABLE]).spec(TABLE).topic
     held = watermarks(bootstrap, [topic]).get(topic, {})
     if len(held) != 1 or held[0][1] - held[0][0] < EVENTS:
-        print_line(f"record and replay: {topic} holds fewer than {EVENTS:,} messages in one partition (`sandbox load`)")
+        results.say(f"record and replay: {topic} holds fewer than {EVENTS:,} messages in one partition (`sandbox load`)")
         return
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "bench.tar.gz"
@@ -35,8 +36,9 @@ def report(settings: Settings, print_line) -> None:
         archive.record(bootstrap, RegistryClient(settings.registry_api_url), [topic], path,
                        archive.Range(from_offset=held[0][1] - EVENTS))
         recorded = time.monotonic() - started
-        print_line(f"`sandbox record` of the last {EVENTS:,} messages of {topic}: {recorded:.1f} s, "
-                   f"{path.stat().st_size / 2**20:.1f} MiB")
+        results.add("Incident archives", "record.seconds", f"`sandbox record` of {EVENTS:,} messages", recorded, "s",
+                    f"`sandbox record` of the last {EVENTS:,} messages of {topic}: {recorded:.1f} s, "
+                    f"{path.stat().st_size / 2**20:.1f} MiB")
         name = f"bench-{int(time.time())}"
         started = time.monotonic()
         verdict = None
@@ -46,8 +48,9 @@ def report(settings: Settings, print_line) -> None:
             _remove(settings, name, [topic], verdict.lake if verdict else None)
     replayed = time.monotonic() - started
     commits = sum(table.commits for table in verdict.tables)
-    print_line(f"`sandbox replay` of that archive on a new lake: {replayed:.1f} s, {commits} commits checked through "
-               f"both readers, {'as recorded' if verdict.passed else 'WRONG'}")
+    results.add("Incident archives", "replay.seconds", f"`sandbox replay` of {EVENTS:,} messages on a new lake", replayed,
+                "s", f"`sandbox replay` of that archive on a new lake: {replayed:.1f} s, {commits} commits checked "
+                f"through both readers, {'as recorded' if verdict.passed else 'WRONG'}")
 
 
 def _remove(settings: Settings, name: str, topics: list[str], lake: str | None) -> None:

@@ -5,7 +5,7 @@
 - latency: with the job in continuous mode, single-row updates one after another; for each, the time from the
   source commit to the completion of the Hudi commit whose recorded source position covers it (p50, p95), and
   where that time goes, phase by phase, from the job's own batch summaries and the table's timeline: printed as a
-  table and drawn as a stacked bar chart (`reports/job-latency-phases.png`);
+  table and drawn as a stacked bar chart (`reports/bench/job-latency-phases.png`);
 - the job's peak resident memory (the Spark driver JVM's VmHWM);
 - the initial load and the latency again with the job on the sandbox's Spark cluster, and the resident memory of
   its master and workers while idle.
@@ -21,6 +21,7 @@ import statistics
 import time
 from pathlib import Path
 
+from cdc_sandbox.bench.results import REPORTS, Results
 from cdc_sandbox.config import Settings
 from cdc_sandbox.harness.checkpoint import delete_prefix
 from cdc_sandbox.harness.pipeline import Pipeline
@@ -32,7 +33,7 @@ from cdc_sandbox.wait import wait_until
 LATENCY_CHANGES = 40
 CLUSTER_LATENCY_CHANGES = 20
 TABLE = "category"
-CHART = Path("reports") / "job-latency-phases.png"  # beside the other reports of the directory `make bench` runs in
+CHART = REPORTS / "job-latency-phases.png"
 PHASES = [  # (name, what it covers)
     ("capture", "source commit -> Kafka (Debezium)"),
     ("to batch", "Kafka -> micro-batch start (trigger interval, offsets)"),
@@ -42,6 +43,17 @@ PHASES = [  # (name, what it covers)
     ("hudi start", "upsert call -> commit instant (write client set-up)"),
     ("hudi write", "instant -> commit completed (index lookup, file writes, commit)"),
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Where:
+    """Where the job ran, as a figure's key and as its label say it."""
+
+    key: str
+    label: str
+
+
+LOCAL = Where("job", "job")
 PARALLEL = ("bronze", "bronze Parquet write, beside decode, the quarantine check and the upserts")
 
 
@@ -156,17 +168,19 @@ def peak_memory_mb(pipe: Pipeline) -> float:
     return float("nan")
 
 
-def report(settings: Settings, print_line, trigger_seconds: float = 1.0) -> None:
+def report(settings: Settings, results: Results, trigger_seconds: float = 1.0) -> None:
     pipe = Pipeline.start(settings, lake=_bench_lake(settings, "job"))
     try:
-        measured = _load_and_latency(pipe, settings, print_line, trigger_seconds, "job")
+        measured = _load_and_latency(pipe, settings, results, trigger_seconds, LOCAL)
         summaries = [json.loads(line) for line in pipe.reports]
         breakdowns = [b for b in (phases(p, summaries) for p in measured) if b]
         if breakdowns:
-            print_phases(breakdowns, print_line)
-            print_line(f"phases drawn: {draw(breakdowns)}")
-        print_line(f"job peak resident memory (driver JVM): {peak_memory_mb(pipe):.0f} MiB")
-        _on_the_cluster(pipe, settings, print_line, trigger_seconds)
+            print_phases(breakdowns, results)
+            results.say(f"phases drawn: {draw(breakdowns)}")
+        peak = peak_memory_mb(pipe)
+        results.add("The job", "job.peak_rss", "the job's peak resident memory (driver JVM)", peak, "MiB",
+                    f"job peak resident memory (driver JVM): {peak:.0f} MiB")
+        _on_the_cluster(pipe, settings, results, trigger_seconds)
     finally:
         pipe.stop()
         delete_prefix(sandbox_s3(settings), pipe.config.lake)  # every restart would restore it
@@ -176,20 +190,23 @@ def _bench_lake(settings: Settings, name: str) -> str:
     return f"s3a://{settings.topology.lake_bucket}/bench-{name}-{int(time.time())}"
 
 
-def _load_and_latency(pipe: Pipeline, settings: Settings, print_line, trigger_seconds: float, where: str,
+def _load_and_latency(pipe: Pipeline, settings: Settings, results: Results, trigger_seconds: float, where: Where,
                       changes: int = LATENCY_CHANGES) -> list[Probe]:
     seconds, events = initial_load(pipe)
-    print_line(f"{where} initial load into 7 silver tables: {events} rows in {seconds:.1f} s "
-               f"({events / seconds:,.0f} rows/s)")
+    results.add("The job", f"{where.key}.backlog.seconds", f"{where.label}: TICKIT's backlog into 7 silver tables",
+                seconds, "s", f"{where.label} initial load into 7 silver tables: {events} rows in {seconds:.1f} s "
+                f"({events / seconds:,.0f} rows/s)")
     measured = probes(pipe, settings, trigger_seconds, changes)
     values = [latency(p) for p in measured]
-    print_line(f"{where}: source commit -> Hudi commit, continuous mode ({trigger_seconds:g} s trigger), "
-               f"{len(values)} changes: p50 {statistics.median(values):.2f} s, "
-               f"p95 {percentile(values, 0.95):.2f} s, max {max(values):.2f} s")
+    p50, p95 = statistics.median(values), percentile(values, 0.95)
+    results.add("The job", f"{where.key}.latency.p50", f"{where.label}: source commit -> Hudi commit, p50", p50, "s")
+    results.add("The job", f"{where.key}.latency.p95", f"{where.label}: source commit -> Hudi commit, p95", p95, "s",
+                f"{where.label}: source commit -> Hudi commit, continuous mode ({trigger_seconds:g} s trigger), "
+                f"{len(values)} changes: p50 {p50:.2f} s, p95 {p95:.2f} s, max {max(values):.2f} s")
     return measured
 
 
-def _on_the_cluster(local: Pipeline, settings: Settings, print_line, trigger_seconds: float) -> None:
+def _on_the_cluster(local: Pipeline, settings: Settings, results: Results, trigger_seconds: float) -> None:
     """The same figures with the job submitted to the sandbox's Spark cluster (started for them if it is down), and
     what its master and workers hold resident while idle."""
     from cdc_sandbox.harness import job, jobs
@@ -202,13 +219,16 @@ def _on_the_cluster(local: Pipeline, settings: Settings, print_line, trigger_sec
     try:
         resident = {daemon.name: process.resident_memory_mb(daemon.pid()) for daemon in daemons}
         each = ", ".join(f"{name} {mb:.0f} MiB" for name, mb in resident.items())
-        print_line(f"Spark cluster resident memory, idle: {each}"
-                   + f"; total {sum(resident.values()):.0f} MiB")
+        for name, mb in resident.items():
+            results.add("The job", f"cluster.rss.{name}", f"Spark cluster: {name} resident, idle", mb, "MiB")
+        results.add("The job", "cluster.rss.total", "Spark cluster: master and workers resident, idle",
+                    sum(resident.values()), "MiB",
+                    f"Spark cluster resident memory, idle: {each}; total {sum(resident.values()):.0f} MiB")
         master = spark_cluster.master_url(settings)
         pipe = Pipeline(settings, job.job_config(settings, lake=_bench_lake(settings, "cluster")), local.spark,
                         owns_session=False, job=jobs.builtin_submitted(master))
         try:
-            _load_and_latency(pipe, settings, print_line, trigger_seconds, f"on the cluster ({master})",
+            _load_and_latency(pipe, settings, results, trigger_seconds, Where("cluster", f"on the cluster ({master})"),
                               changes=CLUSTER_LATENCY_CHANGES)
         finally:
             delete_prefix(sandbox_s3(settings), pipe.config.lake)
@@ -217,9 +237,11 @@ def _on_the_cluster(local: Pipeline, settings: Settings, print_line, trigger_sec
             daemon.stop()
 
 
-def print_phases(breakdowns: list[dict[str, float]], print_line) -> None:
-    print_line(f"where a change's time goes ({len(breakdowns)} single-change batches), seconds:")
-    print_line(f"  {'phase':<12} {'p50':>6} {'p95':>6}  what")
+def print_phases(breakdowns: list[dict[str, float]], results: Results) -> None:
+    results.say(f"where a change's time goes ({len(breakdowns)} single-change batches), seconds:")
+    results.say(f"  {'phase':<12} {'p50':>6} {'p95':>6}  what")
     for name, what in [*PHASES, PARALLEL]:
         values = [b[name] for b in breakdowns]
-        print_line(f"  {name:<12} {statistics.median(values):>6.2f} {percentile(values, 0.95):>6.2f}  {what}")
+        median = statistics.median(values)
+        results.add("Where a change's time goes", f"phase.{name}", f"{name}: {what} (p50)", median, "s",
+                    f"  {name:<12} {median:>6.2f} {percentile(values, 0.95):>6.2f}  {what}")
