@@ -23,7 +23,7 @@ from pathlib import Path
 
 from cdc_sandbox.bench.results import REPORTS, Results
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness.checkpoint import delete_prefix
+from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
 from cdc_sandbox.harness.pipeline import Pipeline
 from cdc_sandbox.harness.timeline import Commit
 from cdc_sandbox.sources.mutations import Change, Mutator

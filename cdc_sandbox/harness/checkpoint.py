@@ -1,12 +1,15 @@
-"""A lake's objects and its Structured Streaming checkpoint on S3, read from outside the job: which Kafka offsets the
-job's last committed micro-batch reached. Any job that checkpoints to the lake can be read this way."""
+"""A lake's Structured Streaming checkpoint on S3, read from outside the job: which Kafka offsets the job's last
+committed micro-batch reached, and whether bronze holds what it vouches for. Any job that checkpoints to the lake can
+be read this way (the lake's layout and its S3 helpers: `cdc_sandbox.spark_jobs.lake_layout`)."""
 
 from __future__ import annotations
 
 import functools
 import json
 import re
-from urllib.parse import urlparse
+
+from cdc_sandbox.spark_jobs import lake_layout
+from cdc_sandbox.spark_jobs.lake_layout import object_keys, split_uri
 
 
 def committed_offsets(s3, checkpoint: str) -> dict[str, dict[str, int]]:
@@ -81,40 +84,13 @@ def _batch_ids(s3, bucket: str, log: str) -> list[int]:
     return sorted(int(key.rsplit("/", 1)[1]) for key in object_keys(s3, bucket, log) if key.rsplit("/", 1)[1].isdigit())
 
 
-def on_s3(uri: str) -> bool:
-    return uri.startswith(("s3a://", "s3://", "s3n://"))
-
-
-def split_uri(uri: str) -> tuple[str, str]:
-    """s3a://bucket/some/prefix -> (bucket, some/prefix)."""
-    parsed = urlparse(uri)
-    return parsed.netloc, parsed.path.strip("/")
-
-
-def object_keys(s3, bucket: str, prefix: str):
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for obj in page.get("Contents", []):
-            yield obj["Key"]
-
-
-def delete_prefix(s3, uri: str, whole_names: bool = True) -> int:
-    """Remove every object under `uri`; `whole_names=False` also those of siblings whose names begin with its
-    last part (`<lake>-mor` beside `<lake>`)."""
-    bucket, prefix = split_uri(uri)
-    keys = list(object_keys(s3, bucket, prefix + ("/" if whole_names else "")))
-    for start in range(0, len(keys), 1000):
-        s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[start:start + 1000]],
-                                                 "Quiet": True})
-    return len(keys)
-
-
 def unvouched_batch(s3, lake: str) -> str | None:
     """Why the lake's checkpoint vouches for data the lake does not hold, or None.
 
     The checkpoint's last committed micro-batch that read events must have left them in bronze
     (`<lake>/bronze/table=<t>/batch_id=<n>/`): if it did not, the lake lost data (a crash, a restore of an older
     copy, objects deleted by hand) and the job would go on from past it without ever writing it again."""
-    bucket, prefix = split_uri(f"{lake}/checkpoints")
+    bucket, prefix = split_uri(lake_layout.checkpoints(lake))
     batches = committed_batches(s3, bucket, prefix)
     offsets = functools.cache(lambda batch: _offsets(s3, bucket, prefix, batch))  # each file read once
     # A batch whose offsets file is gone (purged, or deleted as it was listed) says nothing either way.
@@ -122,7 +98,7 @@ def unvouched_batch(s3, lake: str) -> str | None:
                    None)
     if reading is None:
         return None
-    _, bronze = split_uri(f"{lake}/bronze")
+    _, bronze = split_uri(lake_layout.bronze_root(lake))
     found = {int(match) for key in object_keys(s3, bucket, f"{bronze}/")
              for match in re.findall(r"/batch_id=(\d+)/", key)}
     if reading in found:

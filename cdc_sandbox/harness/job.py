@@ -21,7 +21,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from cdc_sandbox.config import LOCALHOST, PACKAGE_DIR, CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness import class_archive
-from cdc_sandbox.harness.checkpoint import delete_prefix, on_s3, split_uri, unvouched_batch
+from cdc_sandbox.harness.checkpoint import unvouched_batch
+from cdc_sandbox.spark_jobs.lake_layout import delete_prefix, on_s3, split_uri
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 from cdc_sandbox.spark_jobs.session import driver_conf
 from cdc_sandbox.stack import jvm

@@ -17,17 +17,17 @@ another type: the marker beside it holds the job's `POSITION_LAYOUT` and bucket 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 
 from cdc_sandbox import kafka_clients
 from cdc_sandbox.config import Settings
 from cdc_sandbox.harness import job
-from cdc_sandbox.harness.checkpoint import committed_offsets, delete_prefix, object_keys, split_uri
+from cdc_sandbox.harness.checkpoint import committed_offsets
 from cdc_sandbox.harness.pipeline import BatchFailed, Pipeline
 from cdc_sandbox.sources.changes import close_soon, end_offsets
 from cdc_sandbox.spark_jobs.cdc_hudi_job import STAMPED_WRITE_SUPPORT, written_with_buckets
 from cdc_sandbox.spark_jobs.decode import POSITION_LAYOUT
+from cdc_sandbox.spark_jobs.lake_layout import copy_prefix, delete_prefix, object_keys, silver_table, split_uri
 from cdc_sandbox.spark_jobs.job_config import JobConfig
 from cdc_sandbox.stack.services.localstack import sandbox_s3
 
@@ -35,7 +35,6 @@ BASELINE = "_baseline"
 RETAINED_COMMITS = 2
 # Events; past this the baseline catches up once, instead of every branch replaying the gap in its own job.
 CATCH_UP_LAG = 500
-COPY_WORKERS = 8
 EARLIEST = -2  # a starting offset, as Spark's Kafka source spells "from the partition's start"
 LAYOUT_MARKER = "position-layout"  # in the baseline's lake: the `layout_marker` of the job that wrote it
 
@@ -73,7 +72,7 @@ class LakeBranches:
             return None
         self.branches += 1
         for spec in specs:
-            copy_prefix(self.s3, self.baseline.path(spec.table), f"{lake}/silver/{spec.table}")
+            copy_prefix(self.s3, self.baseline.path(spec.table), silver_table(lake, spec.table))
         return from_earliest_where_unread(self.settings, {spec.topic: offsets[spec.topic] for spec in specs})
 
     def _catch_up(self) -> None:
@@ -130,20 +129,6 @@ def layout_is_current(silver_keys: list[str], marker: str | None, config: JobCon
     data = [key.rsplit("/", 2)[-2:] for key in silver_keys if "/.hoodie/" not in key]
     return marker == layout_marker(config) and all(written_with_buckets(name, buckets.get(table, config.buckets))
                                                    for table, name in data)
-
-
-def copy_prefix(s3, source: str, target: str) -> int:
-    bucket, source_prefix = split_uri(source)
-    target_bucket, target_prefix = split_uri(target)
-    keys = list(object_keys(s3, bucket, source_prefix + "/"))
-
-    def copy(key: str) -> None:
-        s3.copy_object(Bucket=target_bucket, Key=target_prefix + key[len(source_prefix):],
-                       CopySource={"Bucket": bucket, "Key": key})
-
-    with ThreadPoolExecutor(COPY_WORKERS) as pool:
-        list(pool.map(copy, keys))
-    return len(keys)
 
 
 def from_earliest_where_unread(settings: Settings, offsets: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:

@@ -45,7 +45,7 @@ def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[st
 def finish(pipes: list, failed: bool) -> None:
     """Stop the pipelines; remove their lakes (and lakes named after them, such as `<lake>-mor`) unless a test
     failed, in which case they stay for a look and are named in the run's summary."""
-    from cdc_sandbox.harness.checkpoint import delete_prefix
+    from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
     from cdc_sandbox.stack.services.localstack import sandbox_s3
 
     for pipe in pipes:

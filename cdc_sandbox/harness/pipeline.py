@@ -25,7 +25,6 @@ from cdc_sandbox.harness import class_archive, job, jobs, timeline as commit_tim
 from cdc_sandbox.harness.checkpoint import (
     batch_start_offsets,
     committed_offsets,
-    on_s3,
     planned_offsets,
     settled_offsets,
 )
@@ -36,6 +35,7 @@ from cdc_sandbox.sources.tickit import normalized_rows
 from cdc_sandbox.spark_jobs import cdc_hudi_job, queries
 from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.spark_jobs.job_config import JobConfig
+from cdc_sandbox.spark_jobs.lake_layout import on_s3
 from cdc_sandbox.spark_jobs.session import spark_session
 from cdc_sandbox.stack.catalog import table_schema
 from cdc_sandbox.stack.services.localstack import sandbox_s3

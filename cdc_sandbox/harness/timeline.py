@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import fastavro
 
-from cdc_sandbox.harness.checkpoint import split_uri
+from cdc_sandbox.spark_jobs.lake_layout import object_keys, split_uri
 
 MAX_POSITION_KEY = "sandbox.max_source_position"
 BATCH_ID_KEY = "sandbox.batch_id"
@@ -61,9 +61,8 @@ class S3Timelines:
         """Completed commits, oldest first ([] for a table not written yet)."""
         bucket, prefix = split_uri(path)
         prefix += "/.hoodie/timeline/"
-        keys = [obj["Key"] for page in self.s3.get_paginator("list_objects_v2").paginate(
-                    Bucket=bucket, Prefix=prefix, Delimiter="/") for obj in page.get("Contents", [])
-                if fnmatch.fnmatchcase(obj["Key"][len(prefix):], COMPLETED_FILES)]
+        keys = [key for key in object_keys(self.s3, bucket, prefix, delimiter="/")
+                if fnmatch.fnmatchcase(key[len(prefix):], COMPLETED_FILES)]
         new = [key for key in keys if key not in self._commits]
         with ThreadPoolExecutor(max(1, min(8, len(new)))) as pool:
             for key, commit in zip(new, pool.map(lambda k: self._fetch(bucket, k), new)):

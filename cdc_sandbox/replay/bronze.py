@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness.checkpoint import object_keys, split_uri
+from cdc_sandbox.spark_jobs.lake_layout import object_keys, split_uri
 from cdc_sandbox.replay.archive import FORMAT, as_base64, schema_ids, write
 from cdc_sandbox.sources.registry import RegistryClient
 

@@ -46,6 +46,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cdc_sandbox.spark_jobs import lake_layout
+
 REGISTRY_RETRY_PAUSES = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
@@ -122,21 +124,21 @@ class JobConfig:
 
     @property
     def silver_root(self) -> str:
-        return f"{self.lake}/silver"
+        return lake_layout.silver_root(self.lake)
 
     @property
     def bronze_path(self) -> str:
-        return f"{self.lake}/bronze/changes"
+        return lake_layout.bronze_changes(self.lake)
 
     @property
     def quarantine_path(self) -> str:
-        return f"{self.lake}/quarantine"
+        return lake_layout.quarantine(self.lake)
 
     def checkpoint(self) -> str:
-        return f"{self.lake}/checkpoints"
+        return lake_layout.checkpoints(self.lake)
 
     def silver_path(self, table: str) -> str:
-        return f"{self.silver_root}/{table}"
+        return lake_layout.silver_table(self.lake, table)
 
     def buckets_of(self, spec: TableSpec) -> int:
         return spec.buckets or self.buckets

@@ -110,7 +110,8 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
     from confluent_kafka import Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from cdc_sandbox.harness.checkpoint import delete_prefix, unvouched_batch
+    from cdc_sandbox.harness.checkpoint import unvouched_batch
+    from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
     from cdc_sandbox.harness.lakes_for_tests import new_lake
     from cdc_sandbox.spark_jobs import cdc_hudi_job
     from cdc_sandbox.spark_jobs.job_config import TableSpec

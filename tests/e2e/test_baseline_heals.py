@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from cdc_sandbox.harness import lake_branch
-from cdc_sandbox.harness.checkpoint import delete_prefix, object_keys, split_uri
+from cdc_sandbox.spark_jobs.lake_layout import delete_prefix, object_keys, split_uri
 from cdc_sandbox.harness.lake_branch import LakeBranches
 from cdc_sandbox.harness.lakes_for_tests import new_lake
 from cdc_sandbox.harness.pipeline import Pipeline

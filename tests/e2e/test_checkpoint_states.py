@@ -13,11 +13,11 @@ import pytest
 from cdc_sandbox.harness.checkpoint import (
     batch_start_offsets,
     committed_offsets,
-    delete_prefix,
     planned_offsets,
     settled_offsets,
     unvouched_batch,
 )
+from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
 
 pytestmark = [pytest.mark.e2e]
 

@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from cdc_sandbox.harness.checkpoint import split_uri
+from cdc_sandbox.spark_jobs.lake_layout import split_uri
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
 from cdc_sandbox.sources.positions import event_position
 from cdc_sandbox.stack import backends

@@ -14,7 +14,8 @@ from urllib.parse import urlparse
 import pytest
 
 from cdc_sandbox.harness import class_archive, job
-from cdc_sandbox.harness.checkpoint import delete_prefix, unvouched_batch
+from cdc_sandbox.harness.checkpoint import unvouched_batch
+from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
 from cdc_sandbox.harness.oracle import Oracle
 from cdc_sandbox.spark_jobs.cdc_hudi_job import STOP_GRACE_SECONDS
 from cdc_sandbox.wait import wait_until
