@@ -30,6 +30,7 @@ from cdc_sandbox.stack.catalog import table_schema
 from cdc_sandbox.stack.services.localstack import ACCESS_KEY, SECRET_KEY, sandbox_s3
 
 JOB_FILE = PACKAGE_DIR / "spark_jobs" / "cdc_hudi_job.py"
+SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"  # the installed PySpark's
 JOB_FAILED = "job failed: "  # begins the line naming the cause of a failed run
 POSITION_KIND = {"postgres": "lsn", "mariadb": "binlog", "mysql": "binlog", "sqlserver": "sqlserver"}
 # A copy-on-write upsert rewrites each file group it touches whole: TICKIT's large tables get several groups so that
@@ -124,10 +125,9 @@ def spark_submit_command(config: JobConfig, config_path: Path, once: bool, java_
                          cluster: list[str] | None = None, entry: list[str] | None = None) -> list[str]:
     """spark-submit of the job file (or of another `entry`: a file and its first arguments) in local mode, or on a
     cluster with `cluster` (`cluster_options`)."""
-    spark_submit = Path(sys.executable).parent / "spark-submit"
     # Under spark-submit the driver's classpath and JVM options are fixed at launch: they go on the command line.
     conf = [f"--conf={key}={value}" for key, value in driver_conf(config, java_options).items()]
-    return [str(spark_submit), *(cluster or ["--master", "local[2]"]), "--driver-memory", "2g", *conf,
+    return [str(SPARK_SUBMIT), *(cluster or ["--master", "local[2]"]), "--driver-memory", "2g", *conf,
             *(entry or [str(JOB_FILE)]), "--config", str(config_path), "--once" if once else "--continuous"]
 
 
@@ -166,6 +166,14 @@ def python_archive(settings: Settings) -> Path:
     return archive
 
 
+def launch(settings: Settings, command: list[str], stdout, stderr, cwd: Path | None = None,
+           own_session: bool = False) -> subprocess.Popen:
+    """The one way the sandbox starts a job's spark-submit, the built-in job's command line or a team's: Spark and
+    Python found through `spark_environment`; with `own_session`, a Ctrl-C in the terminal does not reach it."""
+    return subprocess.Popen(command, cwd=cwd, env=submit_environment(settings), stdout=stdout, stderr=stderr,
+                            text=True, start_new_session=own_session)
+
+
 def submit_environment(settings: Settings) -> dict[str, str]:
     return {**settings.env, **spark_environment(settings)}
 
@@ -202,8 +210,7 @@ def run(settings: Settings, config: JobConfig, once: bool, say=functools.partial
     signals: list[int] = []
     with open(log, "w") as spark_log:
         # Its own session: a Ctrl-C in the terminal reaches this process alone, which asks the job to stop cleanly.
-        child = subprocess.Popen(command, env=submit_environment(settings), stdout=subprocess.PIPE,
-                                 stderr=spark_log, text=True, start_new_session=True)
+        child = launch(settings, command, stdout=subprocess.PIPE, stderr=spark_log, own_session=True)
         with stopping_on_signals(child, signals):
             named_cause = False
             for line in child.stdout:

@@ -37,10 +37,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shlex
 import subprocess
-import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -201,6 +199,7 @@ def submit_command(base: Path, raw: dict, config: JobConfig, settings: dict, onc
                    master: str | None = None) -> list[str]:
     """A job file's `submit` line with the sandbox's values filled in; on a cluster, `{master}` is its URL and
     `{spark_conf}` also gives the executors the jars from the nodes' disks."""
+    from cdc_sandbox.harness.job import SPARK_SUBMIT
     from cdc_sandbox.spark_jobs.session import session_conf
 
     conf = session_conf(config)
@@ -208,7 +207,7 @@ def submit_command(base: Path, raw: dict, config: JobConfig, settings: dict, onc
         conf["spark.executor.extraClassPath"] = ":".join(config.jars)
     quoted = {name: shlex.quote(value) for name, value in values_for(config, {}).items()}
     values = quoted | {
-        "spark_submit": shlex.quote(str(Path(sys.executable).parent / "spark-submit")),
+        "spark_submit": shlex.quote(str(SPARK_SUBMIT)),
         "master": shlex.quote(master or LOCAL_MASTER),
         "spark_conf": " ".join(shlex.quote(f"--conf={k}={v}") for k, v in conf.items())}
     try:
@@ -228,7 +227,7 @@ class SubmittedJob:
     to that file instead of the output kept for a failure's message."""
 
     def __init__(self, command: list[str], cwd: Path, report: Callable | None = None, spark_log: Path | None = None):
-        from cdc_sandbox.harness.job import spark_environment
+        from cdc_sandbox.harness.job import launch
 
         self.command, self.report, self.spark_log = command, report, spark_log
         self.output: deque[str] = deque(maxlen=LOG_LINES)
@@ -236,8 +235,7 @@ class SubmittedJob:
         if spark_log:
             spark_log.parent.mkdir(parents=True, exist_ok=True)
             stderr = spark_log.open("w")
-        self.process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **spark_environment(Settings.load())},
-                                        stdout=subprocess.PIPE, stderr=stderr, text=True)
+        self.process = launch(Settings.load(), command, stdout=subprocess.PIPE, stderr=stderr, cwd=cwd)
         if spark_log:
             stderr.close()  # the child holds its own copy
         self._reader = threading.Thread(target=self._keep_output, daemon=True)

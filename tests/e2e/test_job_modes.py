@@ -54,8 +54,7 @@ def start_and_kill_mid_batch(sandbox, s3, config, tmp_path) -> int | None:
     command = job.spark_submit_command(config, job.write_config(sandbox, config, tmp_path / "job.json"), once=True,
                                        java_options=archive_option)
     bucket, prefix = urlparse(config.lake).netloc, urlparse(config.lake).path.lstrip("/")
-    killed = subprocess.Popen(command, env=job.submit_environment(sandbox), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    killed = job.launch(sandbox, command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, own_session=True)
     try:
         wait_until(lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/bronze/").get("KeyCount", 0) > 0
                    or killed.poll() is not None, 600, "the job to start writing its first batch")
