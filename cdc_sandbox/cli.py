@@ -21,9 +21,9 @@ from rich.table import Table
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness import job
-from cdc_sandbox.harness.checkpoint import unvouched_batch
-from cdc_sandbox.harness.timeline import S3Timelines
+from cdc_sandbox.harness.running import sandbox_job
+from cdc_sandbox.harness.running.checkpoint import unvouched_batch
+from cdc_sandbox.harness.running.timeline import S3Timelines
 from cdc_sandbox.sources import tickit
 from cdc_sandbox.stack import backends, catalog, orphans
 from cdc_sandbox.stack.backends import select
@@ -143,7 +143,7 @@ def _print_status(settings: Settings, statuses: list, connectors: list[tuple[str
 
 def _lake_table(settings: Settings, s3_up: bool) -> Table:
     """Whether the default lake holds what its checkpoint vouches for."""
-    config = job.job_config(settings)
+    config = sandbox_job.job_config(settings)
     table = Table(title="lake")
     for column in ("lake", "state", "what to do"):
         table.add_column(column)
@@ -156,7 +156,7 @@ def _lake_table(settings: Settings, s3_up: bool) -> Table:
         table.add_row(config.lake, "[red]unreadable[/red]", f"start S3: `make up` ({type(exc).__name__})")
         return table
     if problem:
-        table.add_row(config.lake, f"[red]{problem}[/red]", job.LOST_DATA_ADVICE.format(lake=config.lake))
+        table.add_row(config.lake, f"[red]{problem}[/red]", sandbox_job.LOST_DATA_ADVICE.format(lake=config.lake))
     else:
         table.add_row(config.lake, "[green]consistent with its checkpoint[/green]", "-")
     return table
@@ -353,23 +353,23 @@ def job_run(
     if unknown:
         _fail(SandboxError(f"unknown table {', '.join(unknown)}", "choose from: " + ", ".join(captured)))
     sync = sync and not lake  # a table of the same name would point at another lake
-    config = job.job_config(settings, lake=lake, only=table or None, hard_deletes=hard_deletes,
+    config = sandbox_job.job_config(settings, lake=lake, only=table or None, hard_deletes=hard_deletes,
                             table_type="MERGE_ON_READ" if merge_on_read else "COPY_ON_WRITE",
                             metastore_uri=thrift_uri(settings) if sync else None)
     try:
         if sync:
             require_metastore(settings, "start it with `make up`, or run the job with --no-sync")
-        job.check_lake_bucket(settings, config)
+        sandbox_job.check_lake_bucket(settings, config)
         if not from_scratch:
-            job.check_lake_holds_its_checkpoint(settings, config)
+            sandbox_job.check_lake_holds_its_checkpoint(settings, config)
         # Right after `sandbox up` or a load Debezium may still be creating topics, which Spark's Kafka source
         # refuses to read.
         topics.wait_for_topics(settings.endpoint("kafka").address, [spec.topic for spec in config.tables])
     except SandboxError as exc:
         _fail(exc)
     if from_scratch:
-        console.print(f"deleted {job.delete_lake(settings, config)} objects of {config.lake}", highlight=False)
-    raise typer.Exit(job.run(settings, config, once=not continuous, master=master))
+        console.print(f"deleted {sandbox_job.delete_lake(settings, config)} objects of {config.lake}", highlight=False)
+    raise typer.Exit(sandbox_job.run(settings, config, once=not continuous, master=master))
 
 
 scenario_app = typer.Typer(help="Scenario files: replay a production CDC bug and check what silver must show.",
@@ -380,7 +380,7 @@ app.add_typer(scenario_app, name="scenario")
 @scenario_app.command("list")
 def scenario_list():
     """The scenarios that come with the sandbox (run one by name: `sandbox scenario run edge-values`)."""
-    from cdc_sandbox.harness import scenario
+    from cdc_sandbox.harness.driving import scenario
 
     for name in scenario.shipped_names():
         spec = scenario.load(scenario.SHIPPED / f"{name}.yaml")
@@ -390,7 +390,7 @@ def scenario_list():
 @scenario_app.command("validate")
 def scenario_validate(files: list[str] = typer.Argument(..., help="Scenario files, or names of shipped ones.")):
     """Check scenario files without running them (the file, line and reason of the first problem of each)."""
-    from cdc_sandbox.harness import scenario
+    from cdc_sandbox.harness.driving import scenario
 
     failed = False
     for path in files:
@@ -416,9 +416,10 @@ def scenario_run(file: str = typer.Argument(..., help="A scenario file, or the n
     """Run one scenario against the sandbox, on a fresh lake over the scenario's tables."""
     import uuid
 
-    from cdc_sandbox.harness import jobs, scenario
-    from cdc_sandbox.harness.oracle import RUN_STATS, Oracle
-    from cdc_sandbox.harness.pipeline import Pipeline
+    from cdc_sandbox.harness.running import job_under_test
+    from cdc_sandbox.harness.driving import scenario
+    from cdc_sandbox.harness.checking.oracle import RUN_STATS, Oracle
+    from cdc_sandbox.harness.running.pipeline import Pipeline
     from cdc_sandbox.sources.mutations import Mutator
 
     try:
@@ -429,7 +430,7 @@ def scenario_run(file: str = typer.Argument(..., help="A scenario file, or the n
             raise SandboxError(f"{file} cannot run on this sandbox: nothing was run", reason)
         options = scenario.pipeline_options(spec, spec.job)
         lake = lake or f"s3a://{settings.topology.lake_bucket}/scenario-{file.stem}-{uuid.uuid4().hex[:6]}"
-        pipe = Pipeline.start(settings, lake=lake, job_under_test=jobs.load(job), only=spec.tables, **options)
+        pipe = Pipeline.start(settings, lake=lake, job_under_test=job_under_test.load(job), only=spec.tables, **options)
         mutator = Mutator(settings)
         oracle = Oracle(settings, pipe, mutator)
         try:
@@ -519,12 +520,12 @@ def replay(
 ):
     """Replay an incident archive: its messages into topics of their own, the job over them on a new lake, and
     every commit checked against the recorded events; exits 1 naming the first event whose effect is wrong."""
-    from cdc_sandbox.harness import jobs
+    from cdc_sandbox.harness.running import job_under_test
     from cdc_sandbox.replay.run import replay as run_replay
 
     name = name or f"{archive_file.name.split('.')[0]}-{time.strftime('%Y%m%dT%H%M%S')}"
     try:
-        verdict = run_replay(Settings.load(), archive_file, name, batch_messages, job_under_test=jobs.load(job))
+        verdict = run_replay(Settings.load(), archive_file, name, batch_messages, job_under_test=job_under_test.load(job))
     except SandboxError as exc:
         _fail(exc)
     for table in verdict.tables:
@@ -539,13 +540,13 @@ def replay(
 
 
 def _record_bronze(settings: Settings, lake: str, registry, target: Path, topics: list[str] | None, start) -> dict:
-    from cdc_sandbox.harness import job
+    from cdc_sandbox.harness.running import sandbox_job
     from cdc_sandbox.replay.bronze import from_bronze
 
     if start.from_offset is not None or start.from_time_ms is not None:
         raise SandboxError("--from-offset and --since choose where to read Kafka, not bronze",
                            "record the whole bronze of the lake (`--from-bronze` alone), or record from Kafka")
-    bronze_path = job.job_config(settings, lake=lake.rstrip("/")).bronze_path
+    bronze_path = sandbox_job.job_config(settings, lake=lake.rstrip("/")).bronze_path
     return from_bronze(sandbox_s3(settings), bronze_path, registry, target, topics)
 
 
@@ -568,7 +569,7 @@ def sql(
 ):
     """SQL over silver through the metastore: time travel (TIMESTAMP AS OF) and Hudi's table-valued functions too.
     Without a statement it reads statements from the terminal, or from standard input when that is not one."""
-    from cdc_sandbox.harness import catalog_sql
+    from cdc_sandbox.harness.checking import catalog_sql
 
     settings = Settings.load()
     try:
@@ -605,7 +606,7 @@ def _run_sql(spark, statement: str, limit: int, show) -> bool:
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    from cdc_sandbox.harness import catalog_sql
+    from cdc_sandbox.harness.checking import catalog_sql
     from cdc_sandbox.spark_jobs.failures import cause_line
 
     started = time.monotonic()
@@ -631,7 +632,7 @@ def _print_result(statement: str, result, error: str | None, seconds: float) -> 
 
 
 def _print_json(statement: str, result, error: str | None, seconds: float) -> None:
-    from cdc_sandbox.harness import catalog_sql
+    from cdc_sandbox.harness.checking import catalog_sql
 
     print(catalog_sql.as_json(statement, result, error), flush=True)
 
@@ -657,7 +658,7 @@ def query(
     if engine not in QUERY_ENGINES:
         _fail(SandboxError(f"unknown engine {engine}", "choose " + " or ".join(QUERY_ENGINES)))
     settings = Settings.load()
-    config = job.job_config(settings, lake=lake or f"s3a://{settings.topology.lake_bucket}")
+    config = sandbox_job.job_config(settings, lake=lake or f"s3a://{settings.topology.lake_bucket}")
     if table not in {spec.table for spec in config.tables}:
         _fail(SandboxError(f"unknown table {table}", "choose from: " + ", ".join(s.table for s in config.tables)))
     try:
@@ -687,7 +688,7 @@ def _read_silver(settings: Settings, config, table: str, engine: str, as_of, aft
     unreadable = f"{engine} cannot read {path}"
     hint = "has the job written it? `sandbox query TABLE --timeline` lists its commits; `sandbox job run` writes it"
     if engine == "hudi-rs":
-        from cdc_sandbox.harness.silver import RustSilver
+        from cdc_sandbox.harness.checking.silver import RustSilver
 
         try:
             batches = RustSilver(config).read(table, as_of=as_of, after=after, until=until, limit=limit)
@@ -699,7 +700,7 @@ def _read_silver(settings: Settings, config, table: str, engine: str, as_of, aft
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    from cdc_sandbox.harness.catalog_sql import command_session
+    from cdc_sandbox.harness.checking.catalog_sql import command_session
     from cdc_sandbox.spark_jobs import queries
     from cdc_sandbox.spark_jobs.failures import cause_line
 

@@ -3,7 +3,7 @@
 TICKIT's tables are declared in `cdc_sandbox/tickit_data/schema.py`; a project's tables are read back from each database's
 catalog after its DDL ran (`cdc_sandbox.stack.catalog`). What a logical type becomes in Debezium's events, in silver
 and in the oracle's comparison is decided from this one description (`cdc_sandbox.stack.catalog.logical_column`,
-`cdc_sandbox.harness.silver.arrow_type`, `cdc_sandbox.sources.normalize`).
+`cdc_sandbox.harness.checking.silver.arrow_type`, `cdc_sandbox.sources.normalize`).
 """
 
 from __future__ import annotations

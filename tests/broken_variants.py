@@ -31,9 +31,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DateType
 
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness.oracle import NotOneBatch
-from cdc_sandbox.harness.pipeline import SilverBehind
-from cdc_sandbox.harness.verdict import OracleMismatch
+from cdc_sandbox.harness.checking.oracle import NotOneBatch
+from cdc_sandbox.harness.running.pipeline import SilverBehind
+from cdc_sandbox.harness.checking.verdict import OracleMismatch
 from cdc_sandbox.schema import BYTES, DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ
 from cdc_sandbox.spark_jobs import cdc_hudi_job, decode, images
 from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache

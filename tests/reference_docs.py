@@ -85,7 +85,7 @@ def _cell(text: str) -> str:
 
 
 def fixtures_page() -> str:
-    from cdc_sandbox.harness import pytest_plugin
+    from cdc_sandbox.harness.driving import pytest_plugin
 
     lines = ["# pytest plugin", "", GENERATED, "",
              "The `cdc_sandbox` plugin is registered through the package's `pytest11` entry point: any suite in an "

@@ -12,7 +12,7 @@ from pathlib import Path
 from cdc_sandbox import kafka_clients
 from cdc_sandbox.bench.results import Results
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness import job
+from cdc_sandbox.harness.running import sandbox_job
 from cdc_sandbox.replay import archive
 from cdc_sandbox.replay.load import replay_topic
 from cdc_sandbox.replay.run import replay
@@ -25,7 +25,7 @@ TABLE = "sale"
 
 def report(settings: Settings, results: Results) -> None:
     bootstrap = settings.endpoint("kafka").address
-    topic = job.job_config(settings, only=[TABLE]).spec(TABLE).topic
+    topic = sandbox_job.job_config(settings, only=[TABLE]).spec(TABLE).topic
     held = watermarks(bootstrap, [topic]).get(topic, {})
     if len(held) != 1 or held[0][1] - held[0][0] < EVENTS:
         results.say(f"record and replay: {topic} holds fewer than {EVENTS:,} messages in one partition (`sandbox load`)")
@@ -56,7 +56,7 @@ def report(settings: Settings, results: Results) -> None:
 def _remove(settings: Settings, name: str, topics: list[str], lake: str | None) -> None:
     """The replay's topics and its lake (if it got as far), once it is measured."""
     if lake:
-        job.delete_lake(settings, job.job_config(settings, lake=lake))
+        sandbox_job.delete_lake(settings, sandbox_job.job_config(settings, lake=lake))
     admin = kafka_clients.admin(settings.endpoint("kafka").address)
     present = set(admin.list_topics(timeout=10).topics)
     doomed = [replay_topic(name, topic) for topic in topics if replay_topic(name, topic) in present]

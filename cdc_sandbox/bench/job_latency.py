@@ -24,8 +24,8 @@ from pathlib import Path
 from cdc_sandbox.bench.results import REPORTS, Results
 from cdc_sandbox.config import Settings
 from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
-from cdc_sandbox.harness.pipeline import Pipeline
-from cdc_sandbox.harness.timeline import Commit
+from cdc_sandbox.harness.running.pipeline import Pipeline
+from cdc_sandbox.harness.running.timeline import Commit
 from cdc_sandbox.sources.mutations import Change, Mutator
 from cdc_sandbox.stack.services.localstack import sandbox_s3
 from cdc_sandbox.wait import wait_until
@@ -209,7 +209,7 @@ def _load_and_latency(pipe: Pipeline, settings: Settings, results: Results, trig
 def _on_the_cluster(local: Pipeline, settings: Settings, results: Results, trigger_seconds: float) -> None:
     """The same figures with the job submitted to the sandbox's Spark cluster (started for them if it is down), and
     what its master and workers hold resident while idle."""
-    from cdc_sandbox.harness import job, jobs
+    from cdc_sandbox.harness.running import sandbox_job, job_under_test
     from cdc_sandbox.stack import process
     from cdc_sandbox.stack.backends import native
     from cdc_sandbox.stack.services import spark_cluster
@@ -225,8 +225,8 @@ def _on_the_cluster(local: Pipeline, settings: Settings, results: Results, trigg
                     sum(resident.values()), "MiB",
                     f"Spark cluster resident memory, idle: {each}; total {sum(resident.values()):.0f} MiB")
         master = spark_cluster.master_url(settings)
-        pipe = Pipeline(settings, job.job_config(settings, lake=_bench_lake(settings, "cluster")), local.spark,
-                        owns_session=False, job=jobs.builtin_submitted(master))
+        pipe = Pipeline(settings, sandbox_job.job_config(settings, lake=_bench_lake(settings, "cluster")), local.spark,
+                        owns_session=False, job=job_under_test.builtin_submitted(master))
         try:
             _load_and_latency(pipe, settings, results, trigger_seconds, Where("cluster", f"on the cluster ({master})"),
                               changes=CLUSTER_LATENCY_CHANGES)

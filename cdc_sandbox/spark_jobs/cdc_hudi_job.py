@@ -14,7 +14,7 @@ Run as `spark-submit cdc_sandbox/spark_jobs/cdc_hudi_job.py --config job.json --
   leaves out (an unchanged TOASTed value's placeholder; the columns of a key-only delete) is the key's previous one
   (`images.py`).
   Each commit records the highest source position it holds, as plain digits, in its metadata
-  (`sandbox.max_source_position`): the harness reads it from there (`cdc_sandbox/harness/timeline.py`), so the key and its
+  (`sandbox.max_source_position`): the harness reads it from there (`cdc_sandbox/harness/running/timeline.py`), so the key and its
   format are a contract between the two.
 - Messages that do not decode go to `<lake>/quarantine` with their topic, partition, offset and reason.
 - Progress is Spark's checkpoint in `<lake>/checkpoints`: a restart, also after a kill, resumes without loss and
@@ -50,7 +50,7 @@ from cdc_sandbox.spark_jobs.failures import cause_line  # noqa: E402
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec  # noqa: E402
 from cdc_sandbox.spark_jobs.session import spark_session  # noqa: E402
 
-COMMIT_META_PREFIX = "sandbox."  # of the commit metadata keys the harness reads (`cdc_sandbox/harness/timeline.py`)
+COMMIT_META_PREFIX = "sandbox."  # of the commit metadata keys the harness reads (`cdc_sandbox/harness/running/timeline.py`)
 BUCKETS_KEY = f"{COMMIT_META_PREFIX}buckets"  # the bucket count a commit was written with
 COLUMNS_KEY = f"{COMMIT_META_PREFIX}source_columns"  # the source columns its events carried (`backfilled`)
 STAMPED_WRITE_SUPPORT = "dev.cdcsandbox.hudi.SparkStampedAvroWriteSupport"

@@ -1,6 +1,6 @@
 """Reading the silver tables: snapshot, time travel and incremental.
 
-The commit timeline (which source position each commit reached) is read by the harness itself: `cdc_sandbox/harness/timeline.py`.
+The commit timeline (which source position each commit reached) is read by the harness itself: `cdc_sandbox/harness/running/timeline.py`.
 """
 
 from __future__ import annotations

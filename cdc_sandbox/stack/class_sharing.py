@@ -1,4 +1,5 @@
-"""Java class-data sharing for the services' JVMs (Kafka, Connect, Apicurio, the metastore): a JVM maps the classes
+"""Java class-data sharing for the services' JVMs (Kafka, Connect, Apicurio, the metastore) and the Spark driver
+(`driver_java_options`): a JVM maps the classes
 an earlier run of the same service loaded, already parsed and verified, instead of reading them from its jars again.
 
 A service started without an archive records one (`-XX:ArchiveClassesAtExit`), which its JVM writes as it exits on
@@ -21,7 +22,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cdc_sandbox.config import Settings
+from cdc_sandbox.spark_jobs.job_config import JobConfig
 from cdc_sandbox.stack import jvm
+from cdc_sandbox.stack.spark_home import spark_home
 
 
 def fingerprint(files: Iterable[Path]) -> str:
@@ -50,8 +53,8 @@ def recording_path(settings: Settings, service: str) -> Path:
 
 
 class ServiceArchive:
-    """One JVM's archive in the machine's tools directory (a service's, or the Spark driver's: `cdc_sandbox.harness.
-    class_archive`), and its recording in the sandbox's state."""
+    """One JVM's archive in the machine's tools directory (a service's, or the Spark driver's: `driver_archive`), and
+    its recording in the sandbox's state."""
 
     def __init__(self, settings: Settings, service: str, classpath: str):
         self.settings, self.service, self.classpath = settings, service, classpath
@@ -101,3 +104,40 @@ class ServiceArchive:
         check = [jvm.java_binary(), "-Xshare:on", "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}",
                  "-XX:ErrorFile=/dev/null", "-cp", self.classpath, "-version"]
         return subprocess.run(check, capture_output=True).returncode == 0
+
+
+# The Spark driver's archive. The first `sandbox job run` on a machine records it as it exits; later driver JVMs (job
+# runs and the harness's Spark sessions, of every sandbox and checkout on the machine) start from it. The JVM refuses
+# an archive whose recorded jar paths are gone, as a removed checkout's virtualenv is: the drivers run from a Spark
+# home in the machine's tools directory (`spark_home`), whose jars keep one path. The fingerprint in the archive's
+# name covers the JDK and every jar on the driver's classpath, so a new JDK or a changed jar records a new archive
+# instead of meeting one the JVM would refuse (docs/reference/job-settings.md).
+DRIVER_ARCHIVE = "spark-driver"
+
+
+def driver_classpath(settings: Settings, config: JobConfig) -> str:
+    """The driver's classpath as Spark's launcher composes it: the job's jars, the conf directory, Spark's jars."""
+    home = spark_home(settings)
+    return os.pathsep.join([*config.jars, f"{home}/conf/", f"{home}/jars/*"])
+
+
+def driver_archive(settings: Settings, config: JobConfig) -> ServiceArchive:
+    return ServiceArchive(settings, DRIVER_ARCHIVE, driver_classpath(settings, config))
+
+
+def driver_java_options(settings: Settings, config: JobConfig, record: bool) -> tuple[str, ServiceArchive | None]:
+    """The driver's option for its archive, and the archive to keep once its JVM exited well (None when nothing is
+    recorded). A recording is written in the sandbox's state and moved into the tools directory by
+    `keep_driver_recording`."""
+    driver = driver_archive(settings, config)
+    if driver.path.exists():
+        return f"-XX:SharedArchiveFile={driver.path}", None
+    if not record:
+        return "", None
+    (option,) = driver.java_options()
+    return option, driver
+
+
+def keep_driver_recording(recorded: ServiceArchive | None) -> None:
+    if recorded is not None:
+        recorded.keep_recording()

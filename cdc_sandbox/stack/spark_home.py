@@ -1,6 +1,6 @@
 """The machine's Spark home: the installed PySpark's launcher scripts and jars under the tools directory, where
 every driver, and the standalone cluster's daemons and executors, start from one path (which the driver's class
-archive, `cdc_sandbox.harness.class_archive`, needs)."""
+archive, `class_sharing.driver_java_options`, needs)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import pytest
 
 from cdc_sandbox.config import DEFAULT_PORTS, Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness import job
+from cdc_sandbox.harness.running import sandbox_job
 from cdc_sandbox.stack import backends, jvm, process
 
 pytestmark = pytest.mark.e2e
@@ -110,9 +110,9 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
     from confluent_kafka import Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from cdc_sandbox.harness.checkpoint import unvouched_batch
+    from cdc_sandbox.harness.running.checkpoint import unvouched_batch
     from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
-    from cdc_sandbox.harness.lakes_for_tests import new_lake
+    from cdc_sandbox.harness.running.lakes_for_tests import new_lake
     from cdc_sandbox.spark_jobs import cdc_hudi_job
     from cdc_sandbox.spark_jobs.job_config import TableSpec
 
@@ -127,7 +127,7 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
             producer.produce(topic, value=b"not an avro change %d" % n)
         producer.flush(30)
         admin.delete_records([TopicPartition(topic, 0, 2)])[TopicPartition(topic, 0, 2)].result(30)
-        config = replace(job.job_config(sandbox, lake=lake, only=["category"]),
+        config = replace(sandbox_job.job_config(sandbox, lake=lake, only=["category"]),
                          tables=(TableSpec(topic, "category", ("catid",), "lsn"),), starting_offsets={topic: {"0": 0}},
                          catalog_database="")
         with pytest.raises(Exception, match="failOnDataLoss"):

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from cdc_sandbox.harness import lake_branch
+from cdc_sandbox.harness.running import lake_branch
 from cdc_sandbox.spark_jobs.lake_layout import delete_prefix, object_keys, split_uri
-from cdc_sandbox.harness.lake_branch import LakeBranches
-from cdc_sandbox.harness.lakes_for_tests import new_lake
-from cdc_sandbox.harness.pipeline import Pipeline
+from cdc_sandbox.harness.running.lake_branch import LakeBranches
+from cdc_sandbox.harness.running.lakes_for_tests import new_lake
+from cdc_sandbox.harness.running.pipeline import Pipeline
 from cdc_sandbox.stack.services.localstack import sandbox_s3
 
 pytestmark = [pytest.mark.e2e]

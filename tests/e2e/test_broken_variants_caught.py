@@ -11,10 +11,10 @@ from contextlib import contextmanager
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR
-from cdc_sandbox.harness import fuzz
-from cdc_sandbox.harness import scenario as scenarios
-from cdc_sandbox.harness.oracle import Oracle, RunStats
-from cdc_sandbox.harness.scenario_tests import job_label
+from cdc_sandbox.harness.driving import fuzz
+from cdc_sandbox.harness.driving import scenario as scenarios
+from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
+from cdc_sandbox.harness.driving.scenario_tests import job_label
 from tests.broken_variants import ANY_COLUMN, VARIANTS, Catch, _transform_changes, expect_catch
 from tests.e2e.test_spark_cluster import CAUGHT_ON_THE_CLUSTER
 from tests.e2e.test_team_project import CAUGHT_ON_TEAM_TABLES

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from cdc_sandbox.harness.checkpoint import (
+from cdc_sandbox.harness.running.checkpoint import (
     batch_start_offsets,
     committed_offsets,
     planned_offsets,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_sandbox.harness.checkpoint import committed_offsets
+from cdc_sandbox.harness.running.checkpoint import committed_offsets
 from cdc_sandbox.spark_jobs.lake_layout import split_uri
 
 pytestmark = [pytest.mark.e2e]

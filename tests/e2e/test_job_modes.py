@@ -13,10 +13,11 @@ from urllib.parse import urlparse
 
 import pytest
 
-from cdc_sandbox.harness import class_archive, job
-from cdc_sandbox.harness.checkpoint import unvouched_batch
+from cdc_sandbox.stack import class_sharing
+from cdc_sandbox.harness.running import sandbox_job
+from cdc_sandbox.harness.running.checkpoint import unvouched_batch
 from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
-from cdc_sandbox.harness.oracle import Oracle
+from cdc_sandbox.harness.checking.oracle import Oracle
 from cdc_sandbox.spark_jobs.cdc_hudi_job import STOP_GRACE_SECONDS
 from cdc_sandbox.wait import wait_until
 
@@ -50,11 +51,11 @@ def test_job_killed_mid_batch_then_sandbox_job_run_reaches_the_source(request, s
 def start_and_kill_mid_batch(sandbox, s3, config, tmp_path) -> int | None:
     """spark-submit the job once, SIGKILL it as soon as its first batch has written to bronze; returns its exit
     code if it ended by itself before that."""
-    archive_option, _ = class_archive.java_options(sandbox, config, record=False)
-    command = job.spark_submit_command(config, job.write_config(sandbox, config, tmp_path / "job.json"), once=True,
+    archive_option, _ = class_sharing.driver_java_options(sandbox, config, record=False)
+    command = sandbox_job.spark_submit_command(config, sandbox_job.write_config(sandbox, config, tmp_path / "job.json"), once=True,
                                        java_options=archive_option)
     bucket, prefix = urlparse(config.lake).netloc, urlparse(config.lake).path.lstrip("/")
-    killed = job.launch(sandbox, command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, own_session=True)
+    killed = sandbox_job.launch(sandbox, command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, own_session=True)
     try:
         wait_until(lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/bronze/").get("KeyCount", 0) > 0
                    or killed.poll() is not None, 600, "the job to start writing its first batch")

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR
-from cdc_sandbox.harness import job, jobs
-from cdc_sandbox.harness.timeline import S3Timelines
+from cdc_sandbox.harness.running import sandbox_job, job_under_test
+from cdc_sandbox.harness.running.timeline import S3Timelines
 from cdc_sandbox.stack.credentials import login
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.stack.services.metastore import schema_dir, thrift_uri
@@ -36,10 +36,10 @@ def test_both_jobs_sync_into_the_metastore_and_sandbox_sql_reads_silver_from_its
         sandbox, lake_bucket, settle, s3):
     name = f"test_metastore_{uuid.uuid4().hex[:8]}"  # the test's database, and its lake
     lake = f"s3a://{lake_bucket}/{name}"
-    builtin = job.job_config(sandbox, lake=lake, only=[TABLE], metastore_uri=thrift_uri(sandbox),
+    builtin = sandbox_job.job_config(sandbox, lake=lake, only=[TABLE], metastore_uri=thrift_uri(sandbox),
                              catalog_database=name)
-    team = job.job_config(sandbox, lake=f"{lake}/team", only=[TABLE])
-    team_job = jobs.load(TEAM_JOB, {"hoodie.datasource.meta.sync.enable": "true",
+    team = sandbox_job.job_config(sandbox, lake=f"{lake}/team", only=[TABLE])
+    team_job = job_under_test.load(TEAM_JOB, {"hoodie.datasource.meta.sync.enable": "true",
                                     "hoodie.datasource.hive_sync.metastore.uris": thrift_uri(sandbox),
                                     "hoodie.datasource.hive_sync.database": name})
     try:
@@ -47,7 +47,7 @@ def test_both_jobs_sync_into_the_metastore_and_sandbox_sql_reads_silver_from_its
         run_both(sandbox, builtin, team, team_job)
         before = source_rows(sandbox)
         settle([TABLE])  # one row changes
-        assert job.run(sandbox, builtin, True, lambda line: None) == 0, f"see {sandbox.log_file('job')}"
+        assert sandbox_job.run(sandbox, builtin, True, lambda line: None) == 0, f"see {sandbox.log_file('job')}"
         after = source_rows(sandbox)
         first, second = [c.instant for c in S3Timelines(s3).read(builtin.silver_path(TABLE))][-2:]
 
@@ -61,7 +61,7 @@ def test_both_jobs_sync_into_the_metastore_and_sandbox_sql_reads_silver_from_its
         ])
         kept = S3Timelines(s3).read(builtin.silver_path(TABLE))
     finally:
-        job.delete_lake(sandbox, builtin)
+        sandbox_job.delete_lake(sandbox, builtin)
 
     snapshot, team_snapshot, as_of_first, changes, timeline, dropped = results
     changed = {key for key in after if after[key] != before.get(key)}
@@ -78,7 +78,7 @@ def test_both_jobs_sync_into_the_metastore_and_sandbox_sql_reads_silver_from_its
 def run_both(settings, builtin, team, team_job) -> None:
     """The two jobs side by side, each a spark-submit of its own that processes what Kafka holds and exits."""
     with ThreadPoolExecutor(2) as pool:
-        built = pool.submit(job.run, settings, builtin, True, lambda line: None)
+        built = pool.submit(sandbox_job.run, settings, builtin, True, lambda line: None)
         pool.submit(team_job.start, None, team, True).result()  # raises with the job's output if it failed
         assert built.result() == 0, f"the built-in job failed: see {settings.log_file('job')}"
 

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness import scenario as scenarios
-from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
-from cdc_sandbox.harness.oracle import Oracle, RunStats
+from cdc_sandbox.harness.driving import scenario as scenarios
+from cdc_sandbox.harness.running.lakes_for_tests import finish, pipeline_on_new_lake
+from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
 from tests import PROJECT_ROOT
 from tests.e2e.conftest import stop_connectors

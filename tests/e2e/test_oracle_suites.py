@@ -11,8 +11,8 @@ from decimal import Decimal
 
 import pytest
 
-from cdc_sandbox.harness.oracle import NotOneBatch
-from cdc_sandbox.harness.silver import arrow_rows
+from cdc_sandbox.harness.checking.oracle import NotOneBatch
+from cdc_sandbox.harness.checking.silver import arrow_rows
 from cdc_sandbox.sources import tickit
 from cdc_sandbox.stack import catalog
 from cdc_sandbox.tickit_data.generator import table_checksum

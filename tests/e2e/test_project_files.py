@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
-from cdc_sandbox.harness.oracle import Oracle, RunStats
+from cdc_sandbox.harness.running.lakes_for_tests import finish, pipeline_on_new_lake
+from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
 from cdc_sandbox.sources.mutations import Mutator
 from cdc_sandbox.stack import catalog

@@ -1,5 +1,5 @@
 """Property: after any sequence of source changes, with any micro-batch boundaries and job restarts, silver and time
-travel match the source. The fuzzer (`cdc_sandbox.harness.fuzz`) draws the sequences over all seven tables from a seed
+travel match the source. The fuzzer (`cdc_sandbox.harness.driving.fuzz`) draws the sequences over all seven tables from a seed
 (`SANDBOX_PROPERTY_SEED`); the budget is `SANDBOX_FUZZ_MINUTES` of examples when set (`make fuzz`), otherwise
 `SANDBOX_PROPERTY_EXAMPLES` examples. A failing example is shrunk against fresh lakes (for at most
 `SANDBOX_FUZZ_SHRINK_MINUTES`) and written to reports/fuzz/ as a scenario file that `sandbox scenario run` replays."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_sandbox.harness import fuzz
+from cdc_sandbox.harness.driving import fuzz
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -14,8 +14,8 @@ import time
 import fastavro
 import pytest
 
-from cdc_sandbox.harness.oracle import read_source
-from cdc_sandbox.harness.silver import Shape
+from cdc_sandbox.harness.checking.oracle import read_source
+from cdc_sandbox.harness.checking.silver import Shape
 from cdc_sandbox.replay.archive import decoded_events, read_archive, record
 from cdc_sandbox.replay.fold import fold
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets

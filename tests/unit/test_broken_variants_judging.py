@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_sandbox.harness.pipeline import SilverBehind
-from cdc_sandbox.harness.scenario import ExpectationUnmet
-from cdc_sandbox.harness.verdict import Finding, OracleMismatch
+from cdc_sandbox.harness.running.pipeline import SilverBehind
+from cdc_sandbox.harness.driving.scenario import ExpectationUnmet
+from cdc_sandbox.harness.checking.verdict import Finding, OracleMismatch
 from tests.broken_variants import (ANY_COLUMN, Catch, Judgement, catch_matrix, caught_as, is_verdict, judge, matrix,
                                    outcomes, verdict_line)
 
@@ -43,7 +43,7 @@ def test_a_run_where_every_test_passes_is_not_caught(baseline):
     ("setup_error", "1 test(s) failed for another reason, e.g. binlog-column-added (error: failed on setup with "
                     "\"cdc_sandbox.errors.SandboxError: the baseline lake could not catch up"),
     ("sandbox_down", "2 test(s) failed for another reason"),
-    ("timeout", "(failed: cdc_sandbox.harness.scenario.ScenarioError: cdc_sandbox/fixtures/scenarios/binlog-column-added.yaml:12: check "
+    ("timeout", "(failed: cdc_sandbox.harness.driving.scenario.ScenarioError: cdc_sandbox/fixtures/scenarios/binlog-column-added.yaml:12: check "
                 "failed: timed out after 120 s"),
 ], ids=["setup error", "sandbox down", "time-out"])
 def test_an_error_of_the_harness_is_not_judged(baseline, report, reason):
@@ -76,9 +76,9 @@ def test_outcomes_tell_verdicts_from_other_failures_and_errors():
 
 
 @pytest.mark.parametrize("kind, verdict", [
-    ("cdc_sandbox.harness.verdict.OracleMismatch", True), ("cdc_sandbox.harness.verdict.WrongTypes", True),
-    ("cdc_sandbox.harness.oracle.NotOneBatch", True),
-    ("cdc_sandbox.harness.pipeline.SilverBehind", True), (f"cdc_sandbox.harness.scenario.{ExpectationUnmet.__name__}", True),
+    ("cdc_sandbox.harness.checking.verdict.OracleMismatch", True), ("cdc_sandbox.harness.checking.verdict.WrongTypes", True),
+    ("cdc_sandbox.harness.checking.oracle.NotOneBatch", True),
+    ("cdc_sandbox.harness.running.pipeline.SilverBehind", True), (f"cdc_sandbox.harness.driving.scenario.{ExpectationUnmet.__name__}", True),
     ("AssertionError", False), ("Failed", False), ("cdc_sandbox.errors.SandboxError", False),
     ("pyspark.errors.exceptions.captured.StreamingQueryException", False), ("no.such.module.Error", False),
 ])

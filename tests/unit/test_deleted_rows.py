@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from cdc_sandbox.harness.silver import Shape, deleted_rows
-from cdc_sandbox.harness.verdict import deleted_row_problems
+from cdc_sandbox.harness.checking.silver import Shape, deleted_rows
+from cdc_sandbox.harness.checking.verdict import deleted_row_problems
 from cdc_sandbox.tickit_data.schema import get_table
 
 CATEGORY = Shape(get_table("category"))

@@ -31,7 +31,7 @@ def test_the_reference_pages_say_what_the_code_has():
 def test_every_command_and_fixture_is_in_the_reference():
     """Read the other way from the generated pages: each name the code declares has its own entry."""
     from cdc_sandbox.cli import app
-    from cdc_sandbox.harness import pytest_plugin
+    from cdc_sandbox.harness.driving import pytest_plugin
     import typer
 
     cli = reference_docs.CLI_PAGE.read_text()

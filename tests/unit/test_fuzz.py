@@ -12,9 +12,9 @@ from decimal import Decimal
 import pytest
 
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness import fuzz
-from cdc_sandbox.harness.scenario import ScenarioError
-from cdc_sandbox.harness.verdict import Finding, OracleMismatch
+from cdc_sandbox.harness.driving import fuzz
+from cdc_sandbox.harness.driving.scenario import ScenarioError
+from cdc_sandbox.harness.checking.verdict import Finding, OracleMismatch
 from cdc_sandbox.schema import INTEGER_RANGES
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES
 from cdc_sandbox.tickit_data.schema import get_table

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from cdc_sandbox.harness.lake_branch import layout_is_current, layout_marker
+from cdc_sandbox.harness.running.lake_branch import layout_is_current, layout_marker
 from cdc_sandbox.spark_jobs.cdc_hudi_job import BUCKETS_KEY, hudi_options, written_with_buckets
 from cdc_sandbox.spark_jobs.decode import POSITION_LAYOUT
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec

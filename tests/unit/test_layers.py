@@ -1,5 +1,5 @@
-"""The package's layers import one way: core <- stack <- sources <- harness, replay <- bench and the CLI; no module
-cycle."""
+"""The package's layers import one way: core <- stack <- sources <- harness, replay <- bench and the CLI; inside the
+harness, its findings <- running <- checking <- driving; no module cycle."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ LAYERS = {"core": 0, "spark_jobs": 0, "tickit_data": 0, "stack": 1, "sources": 2
           "cli": 4}
 CORE = {"cdc_sandbox", "cdc_sandbox.config", "cdc_sandbox.debezium_settings", "cdc_sandbox.errors",
         "cdc_sandbox.kafka_clients", "cdc_sandbox.schema", "cdc_sandbox.wait"}
+HARNESS_ROLES = {"findings": 0, "running": 1, "checking": 2, "driving": 3}
 
 
 def module_name(path: Path) -> str:
@@ -51,6 +52,19 @@ def test_each_module_imports_only_its_own_layer_and_those_below(graph):
     upward = [f"{module} ({layer(module)}) imports {target} ({layer(target)})"
               for module, targets in graph.items() for target in targets
               if LAYERS.get(layer(target), 0) > LAYERS.get(layer(module), 0)]
+    assert not upward, "\n".join(upward)
+
+
+def harness_role(module: str) -> int:
+    parts = module.split(".")
+    return HARNESS_ROLES[parts[2]] if len(parts) > 2 else 0
+
+
+def test_the_harness_roles_import_one_way(graph):
+    harness = {name for name in graph if name.startswith("cdc_sandbox.harness.")}
+    assert {name.split(".")[2] for name in harness} == set(HARNESS_ROLES), "every harness module has a role"
+    upward = [f"{module} imports {target}" for module in harness for target in graph[module] & harness
+              if harness_role(target) > harness_role(module)]
     assert not upward, "\n".join(upward)
 
 

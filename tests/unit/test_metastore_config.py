@@ -6,7 +6,7 @@ import stat
 import xml.etree.ElementTree as ET
 
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness.catalog_sql import Result, as_json, statements
+from cdc_sandbox.harness.checking.catalog_sql import Result, as_json, statements
 from cdc_sandbox.stack.backends import compose
 from cdc_sandbox.stack.credentials import login
 from cdc_sandbox.stack.services.metastore import Metastore, site_properties, write_site

@@ -1,7 +1,7 @@
 """Whether the changes made while the job was paused landed in one commit, for jobs with and without positions."""
 
-from cdc_sandbox.harness.oracle import _split_by_commit, _split_by_position
-from cdc_sandbox.harness.timeline import Commit
+from cdc_sandbox.harness.checking.oracle import _split_by_commit, _split_by_position
+from cdc_sandbox.harness.running.timeline import Commit
 
 
 def commit(instant: str, position: int | None = None, operation: str = "upsert") -> Commit:

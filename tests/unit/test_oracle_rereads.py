@@ -3,8 +3,8 @@ again after a restart (its commit rewrites keys whose changes lie below the floo
 
 from __future__ import annotations
 
-from cdc_sandbox.harness.oracle import reread_from
-from cdc_sandbox.harness.timeline import Commit
+from cdc_sandbox.harness.checking.oracle import reread_from
+from cdc_sandbox.harness.running.timeline import Commit
 
 FLOOR = {0: 111}
 STARTS = {10: {"0": 85}, 11: {"0": 111}}
@@ -39,7 +39,7 @@ def test_commits_without_batch_ids_keep_the_floor():
 
 
 def test_the_first_batch_starts_where_the_job_was_told_to_start_and_earliest_counts_from_zero():
-    from cdc_sandbox.harness.checkpoint import batch_start_offsets
+    from cdc_sandbox.harness.running.checkpoint import batch_start_offsets
 
     branch = {"tickit.ems.category": {"0": 120, "1": -2}}
     assert batch_start_offsets(None, "s3a://lake/checkpoint", 0, branch) == {"tickit.ems.category": {"0": 120, "1": 0}}

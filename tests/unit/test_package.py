@@ -52,4 +52,4 @@ def test_dependencies_are_ranges_and_the_metadata_is_complete(wheel):
 def test_the_command_and_the_pytest_plugin_are_declared(wheel):
     entry_points = metadata(wheel, "entry_points.txt")
     assert "sandbox = cdc_sandbox.cli:app" in entry_points
-    assert "cdc_sandbox = cdc_sandbox.harness.pytest_plugin" in entry_points
+    assert "cdc_sandbox = cdc_sandbox.harness.driving.pytest_plugin" in entry_points

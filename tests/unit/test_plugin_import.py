@@ -10,7 +10,7 @@ pytest_plugins = ["pytester"]
 
 
 def test_loading_the_plugin_imports_no_spark():
-    probe = ("import sys, cdc_sandbox.harness.pytest_plugin; "
+    probe = ("import sys, cdc_sandbox.harness.driving.pytest_plugin; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
@@ -19,7 +19,7 @@ def test_loading_the_plugin_imports_no_spark():
 def test_the_harness_and_the_cli_import_without_a_dependencys_deprecation_warning():
     """A team's run shows what its own code deprecates, not what the sandbox's dependencies do (kafka-python's
     schema loading, say)."""
-    probe = ("import cdc_sandbox.harness.pytest_plugin, cdc_sandbox.harness.scenario, cdc_sandbox.harness.fuzz, "
+    probe = ("import cdc_sandbox.harness.driving.pytest_plugin, cdc_sandbox.harness.driving.scenario, cdc_sandbox.harness.driving.fuzz, "
              "cdc_sandbox.sources.topics, cdc_sandbox.cli")
     done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", probe], capture_output=True,
                           text=True)
@@ -28,7 +28,7 @@ def test_the_harness_and_the_cli_import_without_a_dependencys_deprecation_warnin
 
 def test_every_fixture_of_the_plugin_says_what_it_gives():
     """`pytest --fixtures` shows a line for each."""
-    import cdc_sandbox.harness.pytest_plugin as plugin
+    import cdc_sandbox.harness.driving.pytest_plugin as plugin
 
     fixtures = {name: obj for name, obj in vars(plugin).items() if hasattr(obj, "_pytestfixturefunction")}
     assert len(fixtures) > 15

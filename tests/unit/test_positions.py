@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import fastavro
 
-from cdc_sandbox.harness.timeline import MAX_POSITION_KEY, Commit, commit_of
+from cdc_sandbox.harness.running.timeline import MAX_POSITION_KEY, Commit, commit_of
 from cdc_sandbox.sources.positions import (
     binlog_file_number,
     binlog_position,

@@ -15,7 +15,7 @@ import pytest
 from cdc_sandbox import config, debezium_settings
 from cdc_sandbox.config import Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness.silver import arrow_type
+from cdc_sandbox.harness.checking.silver import arrow_type
 from cdc_sandbox.schema import (
     BIGINT,
     BOOL,
@@ -236,7 +236,7 @@ def test_a_table_spec_round_trips_its_silver_settings_and_they_become_hudi_optio
 
 
 def test_a_read_at_some_keys_of_a_composite_key_holds_those_keys_alone():
-    from cdc_sandbox.harness.silver import Shape, arrow_rows
+    from cdc_sandbox.harness.checking.silver import Shape, arrow_rows
 
     shape = Shape(Table("accounts", (Column("tenant", STR), Column("no", "int"), Column("owner", STR)),
                         ("tenant", "no")))
@@ -247,7 +247,7 @@ def test_a_read_at_some_keys_of_a_composite_key_holds_those_keys_alone():
 
 
 def test_a_silver_date_python_cannot_hold_is_reported_as_a_difference_not_a_crash():
-    from cdc_sandbox.harness.silver import Shape, arrow_rows
+    from cdc_sandbox.harness.checking.silver import Shape, arrow_rows
     from cdc_sandbox.schema import DATE
 
     shape = Shape(Table("shipments", (Column("id", "int"), Column("day", DATE)), ("id",)))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR, Settings
-from cdc_sandbox.harness import scenario
+from cdc_sandbox.harness.driving import scenario
 from cdc_sandbox.sources import signals
 from cdc_sandbox.sources.changes import ChangeEvent
 from tests import PROJECT_ROOT

@@ -9,8 +9,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from cdc_sandbox.harness.silver import NotComparableAsArrow, Shape, arrow_rows, live_table
-from cdc_sandbox.harness.verdict import equal_as_arrow
+from cdc_sandbox.harness.checking.silver import NotComparableAsArrow, Shape, arrow_rows, live_table
+from cdc_sandbox.harness.checking.verdict import equal_as_arrow
 from cdc_sandbox.tickit_data.schema import get_table
 
 DATE = Shape(get_table("date"))

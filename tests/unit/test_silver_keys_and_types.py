@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from cdc_sandbox.harness.silver import Shape, arrow_type, duplicate_keys, wrong_types
+from cdc_sandbox.harness.checking.silver import Shape, arrow_type, duplicate_keys, wrong_types
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES
 from cdc_sandbox.tickit_data.schema import get_table
 

@@ -10,10 +10,10 @@ from decimal import Decimal
 
 import pytest
 
-from cdc_sandbox.harness import scenario
-from cdc_sandbox.harness.oracle import Oracle
-from cdc_sandbox.harness.silver import Shape
-from cdc_sandbox.harness.verdict import deleted_row_problems
+from cdc_sandbox.harness.driving import scenario
+from cdc_sandbox.harness.checking.oracle import Oracle
+from cdc_sandbox.harness.checking.silver import Shape
+from cdc_sandbox.harness.checking.verdict import deleted_row_problems
 from cdc_sandbox.sources.changes import flattened
 from cdc_sandbox.sources.mutations import Change, _default_clause
 from cdc_sandbox.spark_jobs.avro_schema import column_defaults, is_envelope
@@ -188,7 +188,7 @@ def test_a_failure_is_named_by_its_innermost_cause_in_one_line(failure, cause):
 
 
 def test_a_reader_failure_is_told_from_the_harnesss_own():
-    from cdc_sandbox.harness.oracle import _from_a_reader
+    from cdc_sandbox.harness.checking.oracle import _from_a_reader
 
     assert not _from_a_reader(ValueError("a harness bug"))
     assert _from_a_reader(type("HudiCoreError", (Exception,), {})("storage error"))

@@ -10,7 +10,7 @@ import pytest
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness import job
+from cdc_sandbox.harness.running import sandbox_job
 from cdc_sandbox.stack.backends import native
 from cdc_sandbox.stack.services.spark_cluster import SparkMaster, SparkWorker2, master_url
 
@@ -52,14 +52,14 @@ def test_the_job_is_submitted_to_the_cluster_with_its_python_files_and_the_nodes
     jars = [tmp_path / "hudi-bundle.jar", tmp_path / "hadoop-aws.jar"]
     for jar in jars:
         jar.write_bytes(b"PK")
-    config = replace(job.job_config(settings), jars=[str(jar) for jar in jars])
-    options = job.cluster_options(settings, config, "spark://127.0.0.1:17077", once=True)
-    command = job.spark_submit_command(config, settings.state_dir / "config.json", once=True, cluster=options)
+    config = replace(sandbox_job.job_config(settings), jars=[str(jar) for jar in jars])
+    options = sandbox_job.cluster_options(settings, config, "spark://127.0.0.1:17077", once=True)
+    command = sandbox_job.spark_submit_command(config, settings.state_dir / "config.json", once=True, cluster=options)
     assert command[command.index("--master") + 1] == "spark://127.0.0.1:17077" and "local[2]" not in command
     archive = options[options.index("--py-files") + 1]
     with zipfile.ZipFile(archive) as zipped:
         assert "cdc_sandbox/spark_jobs/cdc_hudi_job.py" in zipped.namelist()
-    assert job.python_archive(settings) == job.python_archive(settings).resolve(), "made once"
-    assert f"--conf=spark.executor.extraJavaOptions={job.QUICK_COMPILER}" in options, "a run-once's executors too"
+    assert sandbox_job.python_archive(settings) == sandbox_job.python_archive(settings).resolve(), "made once"
+    assert f"--conf=spark.executor.extraJavaOptions={sandbox_job.QUICK_COMPILER}" in options, "a run-once's executors too"
     executor_path = next(o for o in options if o.startswith("--conf=spark.executor.extraClassPath="))
     assert executor_path.split("=", 2)[2] == f"{jars[0]}:{jars[1]}"

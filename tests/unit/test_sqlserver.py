@@ -9,7 +9,7 @@ import pytest
 
 from cdc_sandbox.config import TOPOLOGY_FILE, Settings, load_topology, parse_dsn
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness import job
+from cdc_sandbox.harness.running import sandbox_job
 from cdc_sandbox.stack.connectors import connector_config
 from cdc_sandbox.stack.services.sqlserver_cdc import (
     INIT_SCRIPT_FILE,
@@ -143,7 +143,7 @@ def test_sql_server_topics_are_routed_to_the_topology_names(dsn_settings):
 
 
 def test_the_job_orders_sql_server_changes_by_their_lsns(dsn_settings):
-    spec = job.job_config(dsn_settings).spec("user")
+    spec = sandbox_job.job_config(dsn_settings).spec("user")
     assert (spec.topic, spec.position) == ("tickit.crm.user", "sqlserver")
 
 

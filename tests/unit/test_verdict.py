@@ -7,8 +7,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from cdc_sandbox.harness.silver import Shape, arrow_type
-from cdc_sandbox.harness.verdict import DuplicateKeys, Expectation, Finding, OracleMismatch, WrongTypes, judge
+from cdc_sandbox.harness.checking.silver import Shape, arrow_type
+from cdc_sandbox.harness.checking.verdict import DuplicateKeys, Expectation, Finding, OracleMismatch, WrongTypes, judge
 from cdc_sandbox.tickit_data.ddl import POSTGRES
 from cdc_sandbox.tickit_data.schema import get_table
 

@@ -21,15 +21,17 @@ from pyspark.errors import StreamingQueryException
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness import class_archive, job, jobs, timeline as commit_timeline
-from cdc_sandbox.harness.checkpoint import (
+from cdc_sandbox.stack import class_sharing
+from cdc_sandbox.stack.spark_home import spark_home
+from cdc_sandbox.harness.running import sandbox_job, job_under_test, timeline as commit_timeline
+from cdc_sandbox.harness.running.checkpoint import (
     batch_start_offsets,
     committed_offsets,
     planned_offsets,
     settled_offsets,
 )
-from cdc_sandbox.harness.timeline import Commit
-from cdc_sandbox.harness.verdict import Finding, Verdict
+from cdc_sandbox.harness.running.timeline import Commit
+from cdc_sandbox.harness.findings import Finding, Verdict
 from cdc_sandbox.sources import topics
 from cdc_sandbox.sources.tickit import normalized_rows
 from cdc_sandbox.spark_jobs import cdc_hudi_job, queries
@@ -67,9 +69,9 @@ def spark_for(settings: Settings, config: JobConfig | None = None, java_options:
     """A Spark session with the job's jars and S3 settings for this sandbox (`java_options` for its driver)."""
     os.environ["TZ"] = "UTC"  # Spark hands timestamps to Python in the process's zone; sources hold UTC
     time.tzset()
-    os.environ["SPARK_HOME"] = str(class_archive.spark_home(settings))  # PySpark launches its driver from there
-    config = config or job.job_config(settings)
-    archive_option, _ = class_archive.java_options(settings, config, record=False)
+    os.environ["SPARK_HOME"] = str(spark_home(settings))  # PySpark launches its driver from there
+    config = config or sandbox_job.job_config(settings)
+    archive_option, _ = class_sharing.driver_java_options(settings, config, record=False)
     # The session's catalog keeps its folder in the sandbox's state, not in the directory the tests run from.
     warehouse = {"spark.sql.warehouse.dir": str(settings.state_dir / "spark-warehouse")}
     quick_to_fail = replace(config, extra_spark_conf={**HARNESS_S3A_RETRIES, **warehouse, **config.extra_spark_conf})
@@ -130,7 +132,7 @@ class Pipeline:
     resume_continuous: bool = False  # paused while running continuously
     drives_job: bool = True  # False: the job runs elsewhere (e.g. `sandbox job run`); waits only read silver
     topics_seen: bool = False  # every topic the job reads exists
-    job: jobs.JobUnderTest = field(default_factory=jobs.builtin_job)
+    job: job_under_test.JobUnderTest = field(default_factory=job_under_test.builtin_job)
 
     def __post_init__(self) -> None:
         self.config = replace(self.config, kafka_options={**HARNESS_KAFKA_TIMEOUTS, **self.config.kafka_options},
@@ -142,21 +144,21 @@ class Pipeline:
         return f"Pipeline({self.config.lake}, {kind}, tables: {tables}, {len(self.reports)} batches)"
 
     @classmethod
-    def start(cls, settings: Settings, lake: str, job_under_test: jobs.JobUnderTest | None = None,
+    def start(cls, settings: Settings, lake: str, job_under_test: job_under_test.JobUnderTest | None = None,
               **options) -> "Pipeline":
         """The job (the built-in one unless `job_under_test`) on `lake`, in a Spark session of its own."""
-        job_under_test = job_under_test or jobs.builtin_job()
+        job_under_test = job_under_test or job_under_test.builtin_job()
         if job_under_test.tables is not None and options.get("only"):
             missing = set(options["only"]) - set(job_under_test.tables)
             if missing:
                 raise SandboxError(f"the job {job_under_test.name} does not write {', '.join(sorted(missing))}",
                                    "choose a scenario over the tables its job file lists")
-        config = job.job_config(settings, lake=lake, **options)
+        config = sandbox_job.job_config(settings, lake=lake, **options)
         return cls(settings, config, spark_for(settings, config), job=job_under_test)
 
     def sibling(self, lake: str, **options) -> "Pipeline":
         """Another lake (and job options) in the same Spark session, e.g. Merge-on-Read beside Copy-on-Write."""
-        return Pipeline(self.settings, job.job_config(self.settings, lake=lake, **options), self.spark,
+        return Pipeline(self.settings, sandbox_job.job_config(self.settings, lake=lake, **options), self.spark,
                         owns_session=False, job=self.job)
 
     def stop(self) -> None:

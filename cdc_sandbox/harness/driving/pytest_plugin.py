@@ -21,8 +21,8 @@ import port_for
 import pytest
 
 from cdc_sandbox.config import DEFAULT_PORTS, Settings
-from cdc_sandbox.harness.lakes_for_tests import KEPT_LAKES, SESSION_BRANCHES, finish, pipeline_on_new_lake
-from cdc_sandbox.harness.oracle import RUN_STATS, Oracle
+from cdc_sandbox.harness.running.lakes_for_tests import KEPT_LAKES, SESSION_BRANCHES, finish, pipeline_on_new_lake
+from cdc_sandbox.harness.checking.oracle import RUN_STATS, Oracle
 from cdc_sandbox.sources import tickit
 from cdc_sandbox.sources.mutations import Mutator
 from cdc_sandbox.sources.registry import RegistryClient
@@ -41,7 +41,7 @@ def pytest_addoption(parser):
                     help="also write the summary of what the oracles checked to this file (it is always printed)")
     group.addoption("--sandbox-job", default=os.environ.get("SANDBOX_JOB", "builtin"),
                     help="the job under test: 'builtin' (the sandbox's own) or a YAML file describing a team's job "
-                         "(cdc_sandbox/harness/jobs.py; examples/team_job/sandbox-job.yaml)")
+                         "(cdc_sandbox/harness/running/job_under_test.py; examples/team_job/sandbox-job.yaml)")
     group.addoption("--sandbox-job-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a setting of the job file's job (its `settings`), e.g. ordering=source_sequence")
     group.addoption("--sandbox-tickit-scale", type=float, default=1.0,
@@ -201,7 +201,7 @@ def cdc_mutator(cdc_sandbox: Settings, cdc_tickit_loaded) -> Mutator:
 @pytest.fixture(scope="session")
 def cdc_spark(cdc_sandbox: Settings):
     """A Spark session with the job's jars and S3 settings (shared by every pipeline of the session)."""
-    from cdc_sandbox.harness.pipeline import spark_for
+    from cdc_sandbox.harness.running.pipeline import spark_for
 
     session = spark_for(cdc_sandbox)
     yield session
@@ -227,19 +227,19 @@ def cdc_spark_cluster(cdc_sandbox: Settings) -> str:
 @pytest.fixture(scope="session")
 def job_under_test(request):
     """The job the pipelines run (`--sandbox-job`); override this fixture to put another job under test."""
-    from cdc_sandbox.harness import jobs
+    from cdc_sandbox.harness.running import job_under_test
 
     given = request.config.getoption("--sandbox-job-set")
     if malformed := [item for item in given if "=" not in item]:
         raise pytest.UsageError(f"--sandbox-job-set takes KEY=VALUE, not {', '.join(malformed)}")
-    return jobs.load(request.config.getoption("--sandbox-job"), dict(item.split("=", 1) for item in given))
+    return job_under_test.load(request.config.getoption("--sandbox-job"), dict(item.split("=", 1) for item in given))
 
 
 @pytest.fixture(scope="session")
 def cdc_lake_branches(cdc_sandbox: Settings, cdc_spark):
-    """Where new test lakes branch from (`cdc_sandbox.harness.lake_branch`); None when `SANDBOX_BRANCH_LAKES=0` or the session
+    """Where new test lakes branch from (`cdc_sandbox.harness.running.lake_branch`); None when `SANDBOX_BRANCH_LAKES=0` or the session
     runs a deliberately broken job (its lakes must be written by that job from the first change on)."""
-    from cdc_sandbox.harness.lake_branch import LakeBranches
+    from cdc_sandbox.harness.running.lake_branch import LakeBranches
 
     if os.environ.get("SANDBOX_BRANCH_LAKES", "1") == "0" or os.environ.get("SANDBOX_BROKEN_JOB"):
         return None
@@ -281,7 +281,7 @@ def cdc_silver(cdc_pipeline):
     snapshot(shape), as_of(shape, commit) and changes(shape, after, until)."""
     from types import SimpleNamespace
 
-    from cdc_sandbox.harness.silver import RustSilver, SparkSilver
+    from cdc_sandbox.harness.checking.silver import RustSilver, SparkSilver
 
     return SimpleNamespace(spark=SparkSilver(cdc_pipeline.spark, cdc_pipeline.config),
                            rust=RustSilver(cdc_pipeline.config))
@@ -366,7 +366,7 @@ def pytest_collect_file(file_path: Path, parent):
         return None
     directories = [Path(d).resolve() for d in parent.config.getini("sandbox_scenarios")]
     if any(directory in file_path.resolve().parents for directory in directories):
-        from cdc_sandbox.harness.scenario_tests import ScenarioFile
+        from cdc_sandbox.harness.driving.scenario_tests import ScenarioFile
 
         return ScenarioFile.from_parent(parent, path=file_path)
     return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness import job
+from cdc_sandbox.harness.running import sandbox_job
 from cdc_sandbox.stack.services.metastore import require_metastore, thrift_uri
 
 # Spark's own log (a failed statement's stack traces among it) goes to a file: the shell prints each error's cause in
@@ -41,7 +41,7 @@ class Result:
 def catalog_session(settings: Settings, database: str | None = None):
     """A Spark session on the sandbox's metastore, in `database` (default: the jobs' silver database)."""
     require_metastore(settings, "start it with `make up` (see `sandbox status`)")
-    config = job.job_config(settings, metastore_uri=thrift_uri(settings))
+    config = sandbox_job.job_config(settings, metastore_uri=thrift_uri(settings))
     spark = command_session(settings, config)
     database = database or config.catalog_database
     if not spark.catalog.databaseExists(database):
@@ -54,7 +54,7 @@ def catalog_session(settings: Settings, database: str | None = None):
 def command_session(settings: Settings, config):
     """A Spark session for a CLI command: its log goes to the sandbox's `sql` log, so the command prints its answer
     alone."""
-    from cdc_sandbox.harness.pipeline import spark_for
+    from cdc_sandbox.harness.running.pipeline import spark_for
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark warns that the host name is a loopback
     return spark_for(settings, config, java_options=f"-Dlog4j2.configurationFile={spark_log_config(settings)}")

@@ -30,8 +30,8 @@ import yaml
 from pyspark.errors import StreamingQueryException
 
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness import scenario as scenarios
-from cdc_sandbox.harness.verdict import Finding
+from cdc_sandbox.harness.driving import scenario as scenarios
+from cdc_sandbox.harness.checking.verdict import Finding
 from cdc_sandbox.schema import (
     BIGINT,
     BOOL,
@@ -490,8 +490,8 @@ class Replay:
         self.timeout, self.wanted, self.workdir, self.around = timeout, wanted, workdir, around
 
     def __call__(self, raw: dict) -> bool:
-        from cdc_sandbox.harness.lakes_for_tests import finish, pipeline_on_new_lake
-        from cdc_sandbox.harness.oracle import Oracle
+        from cdc_sandbox.harness.running.lakes_for_tests import finish, pipeline_on_new_lake
+        from cdc_sandbox.harness.checking.oracle import Oracle
 
         try:
             spec = write(raw, self.workdir / "candidate.yaml")

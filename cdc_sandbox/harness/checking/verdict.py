@@ -13,7 +13,8 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from cdc_sandbox.harness.silver import (
+from cdc_sandbox.harness.findings import Finding, Verdict
+from cdc_sandbox.harness.checking.silver import (
     NotComparableAsArrow,
     Rows,
     Shape,
@@ -29,31 +30,6 @@ MAX_DIFF_LINES = 25
 LONGEST_VALUE_SHOWN = 80  # characters of a value's repr in a difference
 ABSENT = "absent"  # a key a read or the expectation does not hold
 READ_CHECKS = ("snapshot", "time travel", "incremental")  # the reads the oracle compares with the source
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What a failed check names, so that a test can expect one failure and no other: the check (a read's
-    `READ_CHECKS`, or "types", "duplicates", "deletes", "unreadable", "behind"), the table, and the columns whose
-    values differ or the keys whose rows are missing, extra or held twice."""
-
-    check: str
-    table: str
-    columns: frozenset[str] = frozenset()
-    keys: frozenset[tuple] = frozenset()
-
-    def __str__(self) -> str:
-        named = [f"columns {', '.join(sorted(self.columns))}"] if self.columns else []
-        named += [f"the rows of {len(self.keys)} key{'s' if len(self.keys) > 1 else ''}"] if self.keys else []
-        return f"{self.check} of {self.table}" + (f" ({'; '.join(named)})" if named else "")
-
-
-class Verdict(AssertionError):
-    """A check of silver failed; `finding` says which, where (None for a check that names no table)."""
-
-    def __init__(self, message: str, finding: Finding | None = None):
-        super().__init__(message)
-        self.finding = finding
 
 
 class OracleMismatch(Verdict):

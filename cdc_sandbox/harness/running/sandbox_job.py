@@ -20,8 +20,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_sandbox.config import LOCALHOST, PACKAGE_DIR, CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness import class_archive
-from cdc_sandbox.harness.checkpoint import unvouched_batch
+from cdc_sandbox.stack import class_sharing
+from cdc_sandbox.stack.spark_home import spark_home
+from cdc_sandbox.harness.running.checkpoint import unvouched_batch
 from cdc_sandbox.spark_jobs.lake_layout import delete_prefix, on_s3, split_uri
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 from cdc_sandbox.spark_jobs.session import driver_conf
@@ -145,9 +146,9 @@ def cluster_options(settings: Settings, config: JobConfig, master: str, once: bo
 
 
 def java_options(settings: Settings, config: JobConfig, once: bool, record: bool = False):
-    """The job's JVM options, and the class archive to keep if this run records one (`class_archive`). A run of a
+    """The job's JVM options, and the class archive to keep if this run records one (`class_sharing.driver_java_options`). A run of a
     few batches is over before the optimizing compiler pays for itself (docs/reference/job-settings.md)."""
-    archive_option, recording = class_archive.java_options(settings, config, record=record)
+    archive_option, recording = class_sharing.driver_java_options(settings, config, record=record)
     return " ".join(filter(None, [archive_option, QUICK_COMPILER if once else ""])), recording
 
 
@@ -181,7 +182,7 @@ def submit_environment(settings: Settings) -> dict[str, str]:
 def spark_environment(settings: Settings) -> dict[str, str]:
     """spark-submit finds Spark and Python through these; the venv's python is not first on every PATH. Spark is the
     installed PySpark's, from the machine's Spark home, where the driver's class archive applies."""
-    return {"TZ": "UTC", "SPARK_HOME": str(class_archive.spark_home(settings)), "SPARK_LOCAL_IP": LOCALHOST,
+    return {"TZ": "UTC", "SPARK_HOME": str(spark_home(settings)), "SPARK_LOCAL_IP": LOCALHOST,
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
@@ -225,7 +226,7 @@ def run(settings: Settings, config: JobConfig, once: bool, say=functools.partial
     if signals and not named_cause:  # stopped as asked (not failed meanwhile): the shell's convention after Ctrl-C
         return 128 + signal.SIGINT if signals[0] == signal.SIGINT else 0
     if code == 0:
-        class_archive.keep_recording(recording)
+        class_sharing.keep_driver_recording(recording)
     else:
         text = log.read_text(errors="replace")
         if named_cause:  # the job said why in one line; its stack trace stays in the log

@@ -21,9 +21,9 @@ import time
 
 from cdc_sandbox import kafka_clients
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness import job
-from cdc_sandbox.harness.checkpoint import committed_offsets
-from cdc_sandbox.harness.pipeline import BatchFailed, Pipeline
+from cdc_sandbox.harness.running import sandbox_job
+from cdc_sandbox.harness.running.checkpoint import committed_offsets
+from cdc_sandbox.harness.running.pipeline import BatchFailed, Pipeline
 from cdc_sandbox.sources.changes import close_soon, end_offsets
 from cdc_sandbox.spark_jobs.cdc_hudi_job import STAMPED_WRITE_SUPPORT, written_with_buckets
 from cdc_sandbox.spark_jobs.decode import POSITION_LAYOUT
@@ -43,7 +43,7 @@ class LakeBranches:
     def __init__(self, settings: Settings, spark):
         self.settings = settings
         self.s3 = sandbox_s3(settings)
-        config = job.job_config(settings, lake=f"s3a://{settings.topology.lake_bucket}/{BASELINE}",
+        config = sandbox_job.job_config(settings, lake=f"s3a://{settings.topology.lake_bucket}/{BASELINE}",
                                 retain_commits=RETAINED_COMMITS, catalog_database="")
         self.baseline = Pipeline(settings, config, spark, owns_session=False)
         self._layout_is_current = False

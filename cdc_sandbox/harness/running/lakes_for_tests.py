@@ -26,11 +26,11 @@ def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[st
     """The job (in the shared Spark session) on a new lake: branched from the baseline when `branches` is given and
     the built-in job runs with the baseline's options (`LAKE_NEUTRAL_OPTIONS` aside), otherwise empty (the job
     starts from the earliest offsets).
-    `job_under_test` (`cdc_sandbox.harness.jobs`; the built-in job by default) writes the tables it names only."""
-    from cdc_sandbox.harness import job, jobs
-    from cdc_sandbox.harness.pipeline import Pipeline
+    `job_under_test` (`cdc_sandbox.harness.running.job_under_test`; the built-in job by default) writes the tables it names only."""
+    from cdc_sandbox.harness.running import sandbox_job, job_under_test
+    from cdc_sandbox.harness.running.pipeline import Pipeline
 
-    job_under_test = job_under_test or jobs.builtin_job()
+    job_under_test = job_under_test or job_under_test.builtin_job()
     if not job_under_test.builtin:
         branches = None  # the baseline lake is the built-in job's
     if job_under_test.tables is not None:
@@ -38,7 +38,7 @@ def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[st
     lake = new_lake(settings)
     branchable = branches is not None and set(options) <= LAKE_NEUTRAL_OPTIONS
     offsets = branches.branch(lake, only) if branchable else None
-    config = job.job_config(settings, lake=lake, only=only, starting_offsets=offsets, **options)
+    config = sandbox_job.job_config(settings, lake=lake, only=only, starting_offsets=offsets, **options)
     return Pipeline(settings, config, spark, owns_session=False, job=job_under_test)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_sandbox.harness import scenario as scenarios
+from cdc_sandbox.harness.driving import scenario as scenarios
 
 
 class ScenarioFile(pytest.File):

@@ -102,13 +102,13 @@ def builtin_submitted(master: str | None, entry: list[str] | None = None) -> Job
 
 def _submitted_to(master: str | None, entry: list[str] | None) -> Callable:
     def start(spark, config: JobConfig, once: bool, report=None):
-        from cdc_sandbox.harness import job
+        from cdc_sandbox.harness.running import sandbox_job
 
         settings = Settings.load()
         lake_name = config.lake.rstrip("/").rsplit("/", 1)[-1]
-        config_file = job.write_config(settings, config, settings.state_dir / "job" / f"{lake_name}.json")
-        cluster = job.cluster_options(settings, config, master, once) if master else None
-        command = job.spark_submit_command(config, config_file, once, job.java_options(settings, config, once)[0],
+        config_file = sandbox_job.write_config(settings, config, settings.state_dir / "job" / f"{lake_name}.json")
+        cluster = sandbox_job.cluster_options(settings, config, master, once) if master else None
+        command = sandbox_job.spark_submit_command(config, config_file, once, sandbox_job.java_options(settings, config, once)[0],
                                            cluster=cluster, entry=entry)
         submitted = SubmittedJob(command, cwd=settings.state_dir, report=report,
                                  spark_log=settings.log_file(f"job-{lake_name}"))
@@ -137,7 +137,7 @@ def load_spec(path: Path, settings: dict, master: str | None = None) -> JobUnder
         raise SandboxError(f"{path} is not valid YAML: {exc}", "fix the file") from None
     if not isinstance(raw, dict) or not raw.get("name") or ("submit" in raw) == ("callable" in raw):
         raise SandboxError(f"{path}: a job file needs a name and exactly one of `submit` or `callable`",
-                           "see the format in cdc_sandbox/harness/jobs.py or examples/team_job/sandbox-job.yaml")
+                           "see the format in cdc_sandbox/harness/running/job_under_test.py or examples/team_job/sandbox-job.yaml")
     unknown = set(raw) - {"name", "tables", "submit", "once", "continuous", "set", "callable", "settings"}
     if unknown:
         raise SandboxError(f"{path}: unknown keys {', '.join(sorted(unknown))}",
@@ -199,7 +199,7 @@ def submit_command(base: Path, raw: dict, config: JobConfig, settings: dict, onc
                    master: str | None = None) -> list[str]:
     """A job file's `submit` line with the sandbox's values filled in; on a cluster, `{master}` is its URL and
     `{spark_conf}` also gives the executors the jars from the nodes' disks."""
-    from cdc_sandbox.harness.job import SPARK_SUBMIT
+    from cdc_sandbox.harness.running.sandbox_job import SPARK_SUBMIT
     from cdc_sandbox.spark_jobs.session import session_conf
 
     conf = session_conf(config)
@@ -227,7 +227,7 @@ class SubmittedJob:
     to that file instead of the output kept for a failure's message."""
 
     def __init__(self, command: list[str], cwd: Path, report: Callable | None = None, spark_log: Path | None = None):
-        from cdc_sandbox.harness.job import launch
+        from cdc_sandbox.harness.running.sandbox_job import launch
 
         self.command, self.report, self.spark_log = command, report, spark_log
         self.output: deque[str] = deque(maxlen=LOG_LINES)

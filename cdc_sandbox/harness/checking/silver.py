@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_sandbox.harness.timeline import Commit
+from cdc_sandbox.harness.running.timeline import Commit
 from cdc_sandbox.schema import (
     BIGINT,
     BOOL,

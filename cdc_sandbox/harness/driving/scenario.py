@@ -22,9 +22,9 @@ import yaml
 from cdc_sandbox import debezium_settings
 from cdc_sandbox.config import INDEXES, PACKAGE_DIR, Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness.oracle import Oracle
-from cdc_sandbox.harness.pipeline import BatchFailed
-from cdc_sandbox.harness.verdict import Finding, OracleMismatch
+from cdc_sandbox.harness.checking.oracle import Oracle
+from cdc_sandbox.harness.running.pipeline import BatchFailed
+from cdc_sandbox.harness.checking.verdict import Finding, OracleMismatch
 from cdc_sandbox.schema import (
     BOOL,
     BYTES,

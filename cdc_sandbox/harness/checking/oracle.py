@@ -24,9 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness.silver import Rows, RustSilver, Shape, SparkSilver
-from cdc_sandbox.harness.timeline import Commit
-from cdc_sandbox.harness.verdict import READ_CHECKS, Expectation, Finding, UnreadableSilver, judge
+from cdc_sandbox.harness.checking.silver import Rows, RustSilver, Shape, SparkSilver
+from cdc_sandbox.harness.running.timeline import Commit
+from cdc_sandbox.harness.checking.verdict import READ_CHECKS, Expectation, Finding, UnreadableSilver, judge
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
 from cdc_sandbox.sources.mutations import Change, Mutator, added_column
 from cdc_sandbox.sources.positions import position_floor
