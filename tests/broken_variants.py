@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DateType
 
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness.checking.oracle import NotOneBatch
+from cdc_sandbox.harness.checking.landing import NotOneBatch
 from cdc_sandbox.harness.running.pipeline import SilverBehind
 from cdc_sandbox.harness.checking.verdict import OracleMismatch
 from cdc_sandbox.schema import BYTES, DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from cdc_sandbox.harness.checking.oracle import NotOneBatch
+from cdc_sandbox.harness.checking.landing import NotOneBatch
 from cdc_sandbox.harness.checking.silver import arrow_rows
 from cdc_sandbox.sources import tickit
 from cdc_sandbox.stack import catalog

@@ -14,7 +14,7 @@ import time
 import fastavro
 import pytest
 
-from cdc_sandbox.harness.checking.oracle import read_source
+from cdc_sandbox.harness.checking.expected import read_source
 from cdc_sandbox.harness.checking.silver import Shape
 from cdc_sandbox.replay.archive import decoded_events, read_archive, record
 from cdc_sandbox.replay.fold import fold

@@ -77,7 +77,7 @@ def test_outcomes_tell_verdicts_from_other_failures_and_errors():
 
 @pytest.mark.parametrize("kind, verdict", [
     ("cdc_sandbox.harness.checking.verdict.OracleMismatch", True), ("cdc_sandbox.harness.checking.verdict.WrongTypes", True),
-    ("cdc_sandbox.harness.checking.oracle.NotOneBatch", True),
+    ("cdc_sandbox.harness.checking.landing.NotOneBatch", True),
     ("cdc_sandbox.harness.running.pipeline.SilverBehind", True), (f"cdc_sandbox.harness.driving.scenario.{ExpectationUnmet.__name__}", True),
     ("AssertionError", False), ("Failed", False), ("cdc_sandbox.errors.SandboxError", False),
     ("pyspark.errors.exceptions.captured.StreamingQueryException", False), ("no.such.module.Error", False),

@@ -1,6 +1,6 @@
 """Whether the changes made while the job was paused landed in one commit, for jobs with and without positions."""
 
-from cdc_sandbox.harness.checking.oracle import _split_by_commit, _split_by_position
+from cdc_sandbox.harness.checking.landing import _split_by_commit, _split_by_position
 from cdc_sandbox.harness.running.timeline import Commit
 
 

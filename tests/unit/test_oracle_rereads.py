@@ -3,7 +3,7 @@ again after a restart (its commit rewrites keys whose changes lie below the floo
 
 from __future__ import annotations
 
-from cdc_sandbox.harness.checking.oracle import reread_from
+from cdc_sandbox.harness.checking.landing import reread_from
 from cdc_sandbox.harness.running.timeline import Commit
 
 FLOOR = {0: 111}
