@@ -1,4 +1,5 @@
-"""The compose backend: the stack of `cdc_sandbox/compose/docker-compose.yml` on a Docker engine.
+"""The compose backend: the stack of `cdc_sandbox/compose/docker-compose.yml` (generated: `compose_file`) on a Docker
+engine.
 
 Docker runs the servers; everything inside them is set up by the same Python code as natively (Postgres roles,
 schemas and publication, the MySQL database, the lake bucket, the TICKIT tables, the connectors from
@@ -22,10 +23,11 @@ from pathlib import Path
 
 import port_for
 
-from cdc_sandbox.config import DEFAULT_PORTS, PACKAGE_DIR, REGISTRY_API, Settings
+from cdc_sandbox.config import DEFAULT_PORTS, REGISTRY_API, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.stack import databases, install, jvm, source_tables
-from cdc_sandbox.stack.backends import native
+from cdc_sandbox.stack.backends import compose_file, native
+from cdc_sandbox.stack.backends.compose_file import COMPOSE_FILE, CONNECT_SECRETS, INTERNAL_KAFKA
 from cdc_sandbox.stack.backends.compose_cli import compose_command, docker_command_for_testcontainers
 from cdc_sandbox.stack.backends.select import require_engine
 from cdc_sandbox.stack.connectors import WorkerView, register_all
@@ -44,43 +46,14 @@ from cdc_sandbox.stack.services.metastore import (
 from cdc_sandbox.stack.services.postgres import Postgres
 from cdc_sandbox.wait import wait_until
 
-COMPOSE_DIR = PACKAGE_DIR / "compose"
-COMPOSE_FILE = COMPOSE_DIR / "docker-compose.yml"
-SERVICES = ("postgres", "mysql", "mssql", "kafka", "apicurio", "connect", "localstack", "metastore")
+COMPOSE_DIR = COMPOSE_FILE.parent
+SERVICES = tuple(compose_file.SERVICES)
 PUBLISHED_PORTS = {name: DEFAULT_PORTS[name] for name in SERVICES}  # container port of each published service
-CONNECT_SECRETS = "/run/secrets/connect-credentials"
-INTERNAL_KAFKA = "kafka:19092"
 DATABASE_SOURCES = ("postgres", "mysql", "mssql")
 # The logins the containers get through the env file: (database service, role, variable label).
 COMPOSE_LOGINS = (*((db, role, label) for db in DATABASE_SOURCES
                     for role, label in (("admin", "ADMIN"), ("debezium", "CAPTURE"))),
                   ("postgres", "metastore", "METASTORE"))
-# The Debezium Connect image's variables for worker settings (debezium/container-images,
-# connect-base/<version>/docker-entrypoint.sh): these few by name, with the defaults it gives the ones marked so;
-# beyond them only CONNECT_<NAME> sets <name> (lower case, `_` -> `.`).
-CONNECT_IMAGE_SETTINGS = {
-    "BOOTSTRAP_SERVERS": "bootstrap.servers", "GROUP_ID": "group.id",
-    "CONFIG_STORAGE_TOPIC": "config.storage.topic", "OFFSET_STORAGE_TOPIC": "offset.storage.topic",
-    "STATUS_STORAGE_TOPIC": "status.storage.topic",
-    "OFFSET_FLUSH_INTERVAL_MS": "offset.flush.interval.ms", "OFFSET_FLUSH_TIMEOUT_MS": "offset.flush.timeout.ms",
-    "SHUTDOWN_TIMEOUT": "task.shutdown.graceful.timeout.ms",
-    "KEY_CONVERTER": "key.converter", "VALUE_CONVERTER": "value.converter",
-}
-CONNECT_IMAGE_DEFAULTS = {"GROUP_ID": "1", "OFFSET_FLUSH_INTERVAL_MS": "60000", "OFFSET_FLUSH_TIMEOUT_MS": "5000",
-                          "SHUTDOWN_TIMEOUT": "10000", "KEY_CONVERTER": "org.apache.kafka.connect.json.JsonConverter",
-                          "VALUE_CONVERTER": "org.apache.kafka.connect.json.JsonConverter"}
-
-
-def connect_worker_properties(environment: dict[str, str]) -> dict[str, str]:
-    """The worker properties the Connect container's environment sets."""
-    named = CONNECT_IMAGE_DEFAULTS | environment
-    properties = {prop: str(named[var]) for var, prop in CONNECT_IMAGE_SETTINGS.items() if var in named}
-    for var, value in environment.items():
-        if var.startswith("CONNECT_"):
-            properties[var.removeprefix("CONNECT_").lower().replace("_", ".")] = str(value)
-    return properties
-
-
 # --- per-sandbox files -------------------------------------------------------------------------------------
 def project_name(settings: Settings) -> str:
     """One Compose project per state directory, so sandboxes (and test stacks) never share containers."""

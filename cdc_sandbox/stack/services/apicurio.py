@@ -5,7 +5,7 @@ from __future__ import annotations
 import requests
 
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.stack import jvm
+from cdc_sandbox.stack import declarations, jvm
 from cdc_sandbox.stack.services.base import JvmService
 
 
@@ -30,7 +30,7 @@ class Apicurio(JvmService):
         return ["-jar", self.runner_jar()]
 
     def command(self) -> list[str]:
-        return self.java("-Xms128m", "-Xmx512m", *jvm.service_options(),
+        return self.java(*declarations.APICURIO_HEAP, *jvm.service_options(),
                          f"-Dquarkus.http.host={self.endpoint.host}", f"-Dquarkus.http.port={self.endpoint.port}",
                          "-Dquarkus.log.console.color=false")
 

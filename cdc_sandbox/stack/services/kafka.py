@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient
 
 from cdc_sandbox import kafka_clients
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.stack import jvm
+from cdc_sandbox.stack import declarations, jvm
 from cdc_sandbox.stack.services.base import JvmService
 
 LOG4J2 = """\
@@ -55,28 +55,12 @@ class Kafka(JvmService):
     def server_properties(self) -> dict[str, object]:
         host = self.endpoint.host
         return {
-            "process.roles": "broker,controller",
-            "node.id": 1,
+            **declarations.KAFKA_SERVER,
             "controller.quorum.voters": f"1@{host}:{self.controller_port}",
             "listeners": f"PLAINTEXT://{host}:{self.endpoint.port},CONTROLLER://{host}:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://{host}:{self.endpoint.port}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.data_dir),
-            "num.partitions": 1,
-            "auto.create.topics.enable": "true",
-            "offsets.topic.replication.factor": 1,
-            "transaction.state.log.replication.factor": 1,
-            "transaction.state.log.min.isr": 1,
-            "share.coordinator.state.topic.replication.factor": 1,
-            "share.coordinator.state.topic.min.isr": 1,
-            "group.initial.rebalance.delay.ms": 0,
-            "log.retention.hours": -1,
-            # A broker restarted after a crash cannot register until the controller expires its old session, hence
-            # a short one; broker and controller share this one process, so that is safe.
-            "broker.heartbeat.interval.ms": 500,
-            "broker.session.timeout.ms": 3000,
         }
 
     def prepare(self) -> None:
@@ -98,7 +82,7 @@ class Kafka(JvmService):
                                f"check {props}; `sandbox reset` starts from empty state")
 
     def _options(self) -> list[str]:
-        return ["-Xms256m", "-Xmx512m", *jvm.service_options(),
+        return [*declarations.KAFKA_HEAP, *jvm.service_options(),
                 f"-Dlog4j2.configurationFile={self.conf_dir / 'log4j2.properties'}"]
 
     def classpath(self) -> str:

@@ -22,6 +22,7 @@ import pymysql
 
 from cdc_sandbox.config import PACKAGE_DIR
 from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.stack import declarations
 from cdc_sandbox.stack.credentials import login
 from cdc_sandbox.stack.databases import connection, open_connection
 from cdc_sandbox.stack.project_ddl import statements
@@ -29,7 +30,6 @@ from cdc_sandbox.stack.services.base import NativeService
 from cdc_sandbox.stack.services.postgres import allow_traversal
 
 SQL_DIR = PACKAGE_DIR / "fixtures" / "sql" / "mysql"
-SERVER_ID = 1
 ACCESS_DENIED = (1045, 1698)  # no such account; the socket's OS user is not the account's
 CAPTURE_GRANTS = "SELECT, RELOAD, SHOW DATABASES, LOCK TABLES, REPLICATION SLAVE, BINLOG MONITOR"
 
@@ -89,15 +89,8 @@ class MariaDB(NativeService):
             f"--socket={self.socket}",
             f"--pid-file={self.socket.parent / 'mariadbd.pid'}",
             f"--log-bin={self.data_dir / 'binlog'}",
-            "--binlog-format=ROW",
-            "--binlog-row-image=FULL",
-            f"--server-id={SERVER_ID}",
-            "--skip-name-resolve",
-            "--local-infile=1",
-            "--character-set-server=utf8mb4",
-            "--collation-server=utf8mb4_unicode_ci",
-            "--innodb-buffer-pool-size=256M",
-            "--expire-logs-days=7",
+            *declarations.MYSQL_SERVER_OPTIONS,
+            f"--expire-logs-days={declarations.BINLOG_RETENTION_DAYS}",
         ]
         if os.geteuid() == 0:
             args.append(f"--user={self.run_as or 'root'}")

@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.stack import jvm
+from cdc_sandbox.stack import declarations, jvm
 from cdc_sandbox.stack.credentials import login
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.stack.services.base import JvmService
@@ -141,7 +141,7 @@ class Metastore(JvmService):
         return f"{jars_dir(self.settings)}/*:{self.conf_dir}"
 
     def command(self) -> list[str]:
-        return self.java("-Xms64m", "-Xmx512m", *jvm.service_options()) + [SERVER_CLASS, self.endpoint.host,
+        return self.java(*declarations.METASTORE_HEAP, *jvm.service_options()) + [SERVER_CLASS, self.endpoint.host,
                                                                             str(self.endpoint.port)]
 
     def is_ready(self) -> bool:

@@ -15,7 +15,7 @@ from psycopg2 import sql
 
 from cdc_sandbox.config import PACKAGE_DIR
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.stack import process
+from cdc_sandbox.stack import declarations, process
 from cdc_sandbox.stack.credentials import login
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.stack.services.base import NativeService
@@ -73,10 +73,7 @@ class Postgres(NativeService):
             "listen_addresses": self.endpoint.host,
             "port": self.endpoint.port,
             "unix_socket_directories": "",
-            "wal_level": "logical",
-            "max_wal_senders": 10,
-            "max_replication_slots": 10,
-            "shared_buffers": "128MB",
+            **declarations.POSTGRES_SERVER,
             "logging_collector": "off",
         }
         args = [str(server_bin_dir() / "postgres"), "-D", str(self.data_dir)]
