@@ -74,29 +74,29 @@ def _with_hudi_options(patch: pytest.MonkeyPatch, **changed) -> None:
     patch.setattr(cdc_hudi_job, "hudi_options", options)
 
 
+def _latest_by(column: str):
+    """An in-batch reduction that keeps each key's row of the greatest `column` alone (ties in no set order)."""
+
+    def latest_per_key(rows, spec):
+        order = Window.partitionBy(*[F.col(k) for k in spec.key]).orderBy(F.desc(column))
+        return rows.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
+
+    return latest_per_key
+
+
 def order_by_timestamp(patch: pytest.MonkeyPatch) -> None:
     """Orders changes by the source timestamp alone (as a precombine on `ts_ms` does): ties and a clock that
     steps back pick the wrong change."""
-
-    def latest_per_key(rows, spec):
-        order = Window.partitionBy(*[F.col(k) for k in spec.key]).orderBy(F.desc("__source_ts_ms"))
-        return rows.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
-
     _with_hudi_options(patch, **{"hoodie.datasource.write.precombine.field": "__source_ts_ms"})
-    patch.setattr(cdc_hudi_job, "latest_per_key", latest_per_key)
+    patch.setattr(cdc_hudi_job, "latest_per_key", _latest_by("__source_ts_ms"))
 
 
 def order_by_kafka_offset(patch: pytest.MonkeyPatch) -> None:
     """Orders a key's changes by Kafka offset alone (as a precombine on the offset does): right while a key's
     changes share one partition, wrong once its topic gains partitions and its next change sits at a smaller offset
     in a new one."""
-
-    def latest_per_key(rows, spec):
-        order = Window.partitionBy(*[F.col(k) for k in spec.key]).orderBy(F.desc("offset"))
-        return rows.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
-
     _with_hudi_options(patch, **{"hoodie.datasource.write.precombine.field": "_kafka_offset"})
-    patch.setattr(cdc_hudi_job, "latest_per_key", latest_per_key)
+    patch.setattr(cdc_hudi_job, "latest_per_key", _latest_by("offset"))
 
 
 def merge_by_arrival_time(patch: pytest.MonkeyPatch) -> None:

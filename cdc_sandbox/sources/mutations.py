@@ -24,23 +24,8 @@ from pathlib import Path
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.schema import (
-    BIGINT,
-    BOOL,
-    BYTES,
-    DATE,
-    DECIMAL,
-    INT,
-    INTEGER_RANGES,
-    JSON,
-    NUMBER,
-    SMALLINT,
-    STR,
-    TIMESTAMP,
-    TIMESTAMPTZ,
-    UUID,
-    Column,
-)
+from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
+from cdc_sandbox.schema import TIMESTAMP, TIMESTAMPTZ, UUID, Column
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
 from cdc_sandbox.stack.catalog import Placement, placements
 from cdc_sandbox.stack.databases import table_connection

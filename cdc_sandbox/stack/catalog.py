@@ -12,23 +12,8 @@ from dataclasses import dataclass, replace
 
 from cdc_sandbox.config import CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.schema import (
-    BIGINT,
-    BOOL,
-    BYTES,
-    DATE,
-    DECIMAL,
-    INT,
-    JSON,
-    NUMBER,
-    SMALLINT,
-    STR,
-    TIMESTAMP,
-    TIMESTAMPTZ,
-    UUID,
-    Column,
-    Table,
-)
+from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
+from cdc_sandbox.schema import TIMESTAMPTZ, UUID, Column, Table
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.tickit_data.ddl import dialect_of, qualified, quote
 

@@ -16,20 +16,8 @@ from cdc_sandbox import config, debezium_settings
 from cdc_sandbox.config import Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.checking.silver import arrow_type
-from cdc_sandbox.schema import (
-    BIGINT,
-    BOOL,
-    BYTES,
-    DECIMAL,
-    JSON,
-    NUMBER,
-    STR,
-    TIMESTAMP,
-    TIMESTAMPTZ,
-    UUID,
-    Column,
-    Table,
-)
+from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DECIMAL, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ, UUID, Column
+from cdc_sandbox.schema import Table
 from cdc_sandbox.sources.mutations import random_value, same_key
 from cdc_sandbox.sources.normalize import normalize_row
 from cdc_sandbox.spark_jobs.cdc_hudi_job import hudi_options

@@ -21,23 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_sandbox.harness.running.timeline import Commit
-from cdc_sandbox.schema import (
-    BIGINT,
-    BOOL,
-    BYTES,
-    DATE,
-    DECIMAL,
-    INT,
-    JSON,
-    NUMBER,
-    SMALLINT,
-    STR,
-    TIMESTAMP,
-    TIMESTAMPTZ,
-    UUID,
-    Column,
-    Table,
-)
+from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
+from cdc_sandbox.schema import TIMESTAMPTZ, UUID, Column, Table
 from cdc_sandbox.sources.normalize import normalize_column, row_normalizer
 from cdc_sandbox.spark_jobs import queries
 

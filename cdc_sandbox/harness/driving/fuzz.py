@@ -32,24 +32,8 @@ from pyspark.errors import StreamingQueryException
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.checking.verdict import Finding
-from cdc_sandbox.schema import (
-    BIGINT,
-    BOOL,
-    BYTES,
-    DATE,
-    DECIMAL,
-    INT,
-    INTEGER_RANGES,
-    JSON,
-    NUMBER,
-    SMALLINT,
-    STR,
-    TIMESTAMP,
-    TIMESTAMPTZ,
-    UUID,
-    Column,
-    Table,
-)
+from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
+from cdc_sandbox.schema import TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table
 from cdc_sandbox.sources.mutations import added_column, random_value
 from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.tickit_data.ddl import MYSQL

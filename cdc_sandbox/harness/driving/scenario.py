@@ -25,21 +25,8 @@ from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.checking.oracle import Oracle
 from cdc_sandbox.harness.running.pipeline import BatchFailed
 from cdc_sandbox.harness.checking.verdict import Finding, OracleMismatch
-from cdc_sandbox.schema import (
-    BOOL,
-    BYTES,
-    DATE,
-    DECIMAL,
-    INTEGER_RANGES,
-    JSON,
-    NUMBER,
-    STR,
-    TIMESTAMP,
-    TIMESTAMPTZ,
-    UUID,
-    Column,
-    Table,
-)
+from cdc_sandbox.schema import BOOL, BYTES, DATE, DECIMAL, INTEGER_RANGES, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ
+from cdc_sandbox.schema import UUID, Column, Table
 from cdc_sandbox.sources import signals, topics
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
 from cdc_sandbox.sources.mutations import LOGICAL_TYPES, Change, Mutator, added_column
