@@ -28,7 +28,8 @@ def report(settings: Settings, results: Results) -> None:
     topic = sandbox_job.job_config(settings, only=[TABLE]).spec(TABLE).topic
     held = watermarks(bootstrap, [topic]).get(topic, {})
     if len(held) != 1 or held[0][1] - held[0][0] < EVENTS:
-        results.say(f"record and replay: {topic} holds fewer than {EVENTS:,} messages in one partition (`sandbox load`)")
+        results.say(f"record and replay: {topic} holds fewer than {EVENTS:,} messages in one partition "
+                    "(`sandbox load`)")
         return
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "bench.tar.gz"
@@ -48,9 +49,9 @@ def report(settings: Settings, results: Results) -> None:
             _remove(settings, name, [topic], verdict.lake if verdict else None)
     replayed = time.monotonic() - started
     commits = sum(table.commits for table in verdict.tables)
-    results.add("Incident archives", "replay.seconds", f"`sandbox replay` of {EVENTS:,} messages on a new lake", replayed,
-                "s", f"`sandbox replay` of that archive on a new lake: {replayed:.1f} s, {commits} commits checked "
-                f"through both readers, {'as recorded' if verdict.passed else 'WRONG'}")
+    results.add("Incident archives", "replay.seconds", f"`sandbox replay` of {EVENTS:,} messages on a new lake",
+                replayed, "s", f"`sandbox replay` of that archive on a new lake: {replayed:.1f} s, {commits} commits "
+                f"checked through both readers, {'as recorded' if verdict.passed else 'WRONG'}")
 
 
 def _remove(settings: Settings, name: str, topics: list[str], lake: str | None) -> None:

@@ -1,2 +1,2 @@
-"""Checking silver: both readers (Spark and hudi-rs), the oracle's expected state and checks, their verdicts, and SQL over the
-metastore."""
+"""Checking silver: both readers (Spark and hudi-rs), the oracle's expected state and checks, their verdicts, and
+SQL over the metastore."""

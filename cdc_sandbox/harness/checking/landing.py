@@ -57,7 +57,8 @@ class Landing:
 
     def wait_delivered(self, since_seq: int) -> dict[str, int]:
         changes = self.journal.since(since_seq)
-        targets = {c.table: position_floor(c.position) for c in changes if c.table in self.expected.shapes and c.debezium_ops}
+        targets = {c.table: position_floor(c.position) for c in changes
+                   if c.table in self.expected.shapes and c.debezium_ops}
         self.locate(changes, targets, time.monotonic() + self.timeout)
         return targets
 
