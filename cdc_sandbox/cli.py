@@ -416,7 +416,7 @@ def scenario_run(file: str = typer.Argument(..., help="A scenario file, or the n
     """Run one scenario against the sandbox, on a fresh lake over the scenario's tables."""
     import uuid
 
-    from cdc_sandbox.harness.running import job_under_test
+    from cdc_sandbox.harness.running import job_adapters
     from cdc_sandbox.harness.driving import scenario
     from cdc_sandbox.harness.checking.oracle import RUN_STATS, Oracle
     from cdc_sandbox.harness.running.pipeline import Pipeline
@@ -430,7 +430,7 @@ def scenario_run(file: str = typer.Argument(..., help="A scenario file, or the n
             raise SandboxError(f"{file} cannot run on this sandbox: nothing was run", reason)
         options = scenario.pipeline_options(spec, spec.job)
         lake = lake or f"s3a://{settings.topology.lake_bucket}/scenario-{file.stem}-{uuid.uuid4().hex[:6]}"
-        pipe = Pipeline.start(settings, lake=lake, job_under_test=job_under_test.load(job), only=spec.tables, **options)
+        pipe = Pipeline.start(settings, lake=lake, job_under_test=job_adapters.load(job), only=spec.tables, **options)
         mutator = Mutator(settings)
         oracle = Oracle(settings, pipe, mutator)
         try:
@@ -520,12 +520,12 @@ def replay(
 ):
     """Replay an incident archive: its messages into topics of their own, the job over them on a new lake, and
     every commit checked against the recorded events; exits 1 naming the first event whose effect is wrong."""
-    from cdc_sandbox.harness.running import job_under_test
+    from cdc_sandbox.harness.running import job_adapters
     from cdc_sandbox.replay.run import replay as run_replay
 
     name = name or f"{archive_file.name.split('.')[0]}-{time.strftime('%Y%m%dT%H%M%S')}"
     try:
-        verdict = run_replay(Settings.load(), archive_file, name, batch_messages, job_under_test=job_under_test.load(job))
+        verdict = run_replay(Settings.load(), archive_file, name, batch_messages, job_under_test=job_adapters.load(job))
     except SandboxError as exc:
         _fail(exc)
     for table in verdict.tables:

@@ -209,7 +209,7 @@ def _load_and_latency(pipe: Pipeline, settings: Settings, results: Results, trig
 def _on_the_cluster(local: Pipeline, settings: Settings, results: Results, trigger_seconds: float) -> None:
     """The same figures with the job submitted to the sandbox's Spark cluster (started for them if it is down), and
     what its master and workers hold resident while idle."""
-    from cdc_sandbox.harness.running import sandbox_job, job_under_test
+    from cdc_sandbox.harness.running import sandbox_job, job_adapters
     from cdc_sandbox.stack import process
     from cdc_sandbox.stack.backends import native
     from cdc_sandbox.stack.services import spark_cluster
@@ -226,7 +226,7 @@ def _on_the_cluster(local: Pipeline, settings: Settings, results: Results, trigg
                     f"Spark cluster resident memory, idle: {each}; total {sum(resident.values()):.0f} MiB")
         master = spark_cluster.master_url(settings)
         pipe = Pipeline(settings, sandbox_job.job_config(settings, lake=_bench_lake(settings, "cluster")), local.spark,
-                        owns_session=False, job=job_under_test.builtin_submitted(master))
+                        owns_session=False, job=job_adapters.builtin_submitted(master))
         try:
             _load_and_latency(pipe, settings, results, trigger_seconds, Where("cluster", f"on the cluster ({master})"),
                               changes=CLUSTER_LATENCY_CHANGES)

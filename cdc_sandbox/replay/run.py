@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness.running import sandbox_job, job_under_test
+from cdc_sandbox.harness.running import sandbox_job, job_adapters
 from cdc_sandbox.harness.running.lakes_for_tests import new_lake
 from cdc_sandbox.harness.running.pipeline import Pipeline, spark_for
 from cdc_sandbox.harness.checking.silver import RustSilver, Shape, SparkSilver
@@ -45,12 +45,12 @@ class ReplayVerdict:
 
 
 def replay(settings: Settings, archive_path: Path, name: str, batch_messages: int | None = None,
-           spark=None, job_under_test: job_under_test.JobUnderTest | None = None) -> ReplayVerdict:
+           spark=None, job_under_test: job_adapters.JobUnderTest | None = None) -> ReplayVerdict:
     """Load the archive and run the job over it (`batch_messages` per micro-batch at most), checking every commit;
     the built-in job unless `job_under_test`."""
     recorded = read_archive(archive_path)
     tables = recorded_tables(settings, recorded)
-    job_under_test = job_under_test or job_under_test.builtin_job()
+    job_under_test = job_under_test or job_adapters.builtin_job()
     if job_under_test.builtin:
         return _replay_in_batches(settings, recorded, tables, name, batch_messages, spark)
     return _replay_in_steps(settings, recorded, tables, name, batch_messages, spark, job_under_test)
@@ -62,7 +62,7 @@ def _replay_in_batches(settings: Settings, recorded: Archive, tables: dict[str, 
     every commit is checked against what its batch had read."""
     loaded = load(recorded, settings.endpoint("kafka").address, settings.registry_api_url, name)
     options = {"kafka_options": {"maxOffsetsPerTrigger": str(batch_messages)}} if batch_messages else {}
-    pipeline = _pipeline(settings, tables, loaded, name, spark, job_under_test.builtin_job(), options)
+    pipeline = _pipeline(settings, tables, loaded, name, spark, job_adapters.builtin_job(), options)
     try:
         pipeline.run_once()
         verdicts = [check_table(settings, pipeline, recorded, topic, table) for topic, table in tables.items()]
@@ -72,7 +72,7 @@ def _replay_in_batches(settings: Settings, recorded: Archive, tables: dict[str, 
 
 
 def _replay_in_steps(settings: Settings, recorded: Archive, tables: dict[str, str], name: str,
-                     batch_messages: int | None, spark, job_under_test: job_under_test.JobUnderTest) -> ReplayVerdict:
+                     batch_messages: int | None, spark, job_under_test: job_adapters.JobUnderTest) -> ReplayVerdict:
     """A team's job records no batch in its commits: it gets the archive a step at a time, the next
     `batch_messages` messages of each partition written and the job run once over them, and each table's newest
     commit is checked against the fold of every event written so far."""
@@ -110,11 +110,11 @@ def _expect_read(pipeline: Pipeline, loaded: Loaded) -> None:
     if unread:
         raise SandboxError(f"the job {pipeline.job.name} did not read the replay's topic {unread[0]}",
                            "have the job read the topics the sandbox gives it ({topic_<table>} in its job file, "
-                           "see cdc_sandbox/harness/running/job_under_test.py)")
+                           "see cdc_sandbox/harness/running/job_adapters.py)")
 
 
 def _pipeline(settings: Settings, tables: dict[str, str], loaded: Loaded, name: str, spark,
-              job_under_test: job_under_test.JobUnderTest, options: dict) -> Pipeline:
+              job_under_test: job_adapters.JobUnderTest, options: dict) -> Pipeline:
     """The job on a new lake, each recorded table read from its replay topic."""
     config = sandbox_job.job_config(settings, lake=new_lake(settings, f"replay-{name}"), only=sorted(tables.values()),
                             **options)

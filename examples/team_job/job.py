@@ -174,7 +174,7 @@ def start(spark: SparkSession, settings: dict[str, str], once: bool):
     return writer.trigger(**trigger).start()
 
 
-# The sandbox's values (`cdc_sandbox/harness/running/job_under_test.py`) and the settings they fill.
+# The sandbox's values (`cdc_sandbox/harness/running/job_adapters.py`) and the settings they fill.
 SANDBOX_VALUES = {"kafka_bootstrap": "kafka.bootstrap.servers", "registry_url": "registry.url", "silver": "silver",
                   "checkpoint": "checkpoint", "starting_offsets": "starting.offsets", "tables": "tables",
                   "table_type": "hoodie.datasource.write.table.type", "hard_deletes": "hard.deletes",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR
-from cdc_sandbox.harness.running import sandbox_job, job_under_test
+from cdc_sandbox.harness.running import sandbox_job, job_adapters
 from cdc_sandbox.harness.running.timeline import S3Timelines
 from cdc_sandbox.stack.credentials import login
 from cdc_sandbox.stack.databases import connection
@@ -39,7 +39,7 @@ def test_both_jobs_sync_into_the_metastore_and_sandbox_sql_reads_silver_from_its
     builtin = sandbox_job.job_config(sandbox, lake=lake, only=[TABLE], metastore_uri=thrift_uri(sandbox),
                              catalog_database=name)
     team = sandbox_job.job_config(sandbox, lake=f"{lake}/team", only=[TABLE])
-    team_job = job_under_test.load(TEAM_JOB, {"hoodie.datasource.meta.sync.enable": "true",
+    team_job = job_adapters.load(TEAM_JOB, {"hoodie.datasource.meta.sync.enable": "true",
                                     "hoodie.datasource.hive_sync.metastore.uris": thrift_uri(sandbox),
                                     "hoodie.datasource.hive_sync.database": name})
     try:

@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR
-from cdc_sandbox.harness.running import job_under_test
+from cdc_sandbox.harness.running import job_adapters
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
 from cdc_sandbox.replay import bronze, edit
@@ -135,7 +135,7 @@ def test_a_teams_job_replayed_keeps_a_late_older_change_when_it_orders_by_source
     edit.write_edited(edit.swap(read_archive(recorded_path), topic, event.partition, lines[1]["offset"],
                                 lines[2]["offset"]), swapped)
 
-    team = job_under_test.load(TEAM_JOB, {"ordering": "source_ts_ms"})
+    team = job_adapters.load(TEAM_JOB, {"ordering": "source_ts_ms"})
     failed = replay(sandbox, swapped, f"team-{uuid.uuid4().hex[:6]}", batch_messages=1, spark=spark,
                     job_under_test=team)
     assert not failed.passed

@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness.running import job_under_test
+from cdc_sandbox.harness.running import job_adapters
 from cdc_sandbox.harness.running.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
@@ -68,7 +68,7 @@ def test_the_job_on_the_cluster_keeps_every_table_equal_to_its_source_through_a_
     """Continuous micro-batches over every table of the project, a worker (and its executor) killed while a
     micro-batch runs on it, a column added mid-stream, then a run-once round once the worker is back: each round
     checked, and every commit at the end."""
-    with _under_the_oracle(request, team, spark, TEAM_TABLES, job_under_test.builtin_submitted(spark_cluster)) as \
+    with _under_the_oracle(request, team, spark, TEAM_TABLES, job_adapters.builtin_submitted(spark_cluster)) as \
             (pipeline, mutator, oracle):
         pipeline.start_continuous()
         oracle.track(TEAM_TABLES)
@@ -99,7 +99,7 @@ def test_a_teams_submitted_job_runs_on_the_cluster(request, sandbox, team, spark
     """The team's job file as it is (`--master {master}` in its submit line), sent to the cluster instead."""
     shipments = team.topology.table("shipments")
     topic = team.topology.topic(shipments.namespace, shipments.name)
-    team_job = job_under_test.load(SUBMITTED, {"ordering": "source_sequence", "table.shipments.topic": topic,
+    team_job = job_adapters.load(SUBMITTED, {"ordering": "source_sequence", "table.shipments.topic": topic,
                                      "table.shipments.key": "shipment_id"}).on_cluster(spark_cluster)
     with _under_the_oracle(request, team, spark, ["shipments"], team_job) as (pipeline, mutator, oracle):
         pipeline.start_continuous()
@@ -117,14 +117,14 @@ def test_a_bug_only_a_cluster_shows_passes_in_local_mode_and_is_caught_there(req
     silver equals the source in the one and shows the variant's mismatch in the other."""
     table, catch = CAUGHT_ON_THE_CLUSTER[variant]
     entry = [str(BROKEN_JOB), variant]
-    with _under_the_oracle(request, team, spark, [table], job_under_test.builtin_submitted(None, entry)) as \
+    with _under_the_oracle(request, team, spark, [table], job_adapters.builtin_submitted(None, entry)) as \
             (pipeline, mutator, oracle):
         pipeline.start_continuous()
         oracle.track([table])
         mutator.random_batch(8, seed=206, tables=[table])
         oracle.round("in local mode")
     judged = expect_catch(request, variant, f"team project, {table}", "continuous, on the Spark cluster", (catch,))
-    with _under_the_oracle(request, team, spark, [table], job_under_test.builtin_submitted(spark_cluster, entry)) as \
+    with _under_the_oracle(request, team, spark, [table], job_adapters.builtin_submitted(spark_cluster, entry)) as \
             (pipeline, mutator, oracle):
         pipeline.start_continuous()
         with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)

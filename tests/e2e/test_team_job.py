@@ -1,4 +1,4 @@
-"""A team's own Hudi job under the oracle, through the job adapter (`cdc_sandbox/harness/running/job_under_test.py`): the job in
+"""A team's own Hudi job under the oracle, through the job adapter (`cdc_sandbox/harness/running/job_adapters.py`): the job in
 `examples/team_job/` (foreachBatch, Hudi's own precombine and deduplication, settings in a properties file) writes
 no commit metadata of the sandbox's, so the harness knows a round has landed from the job's checkpoint alone.
 
@@ -14,7 +14,7 @@ import random
 import pytest
 
 from cdc_sandbox.config import PACKAGE_DIR
-from cdc_sandbox.harness.running import job_under_test
+from cdc_sandbox.harness.running import job_adapters
 from cdc_sandbox.harness.driving import scenario
 from cdc_sandbox.harness.checking.verdict import OracleMismatch
 from tests import PROJECT_ROOT
@@ -30,7 +30,7 @@ CLOCK_SKEW = PACKAGE_DIR / "fixtures" / "scenarios" / "source-clock-skew.yaml"
 def test_ordering_by_source_timestamp_loses_a_change_when_the_clock_steps_back(ordering, pipeline_factory,
                                                                                oracle_factory, mutator):
     spec = scenario.load(CLOCK_SKEW)
-    pipeline = pipeline_factory(only=spec.tables, job=job_under_test.load(TEAM_JOB, {"ordering": ordering}))
+    pipeline = pipeline_factory(only=spec.tables, job=job_adapters.load(TEAM_JOB, {"ordering": ordering}))
     oracle = oracle_factory(pipeline)
     if ordering == "source_ts_ms":
         # The known bug this configuration reproduces: the update made after the clock stepped back carries the
@@ -52,7 +52,7 @@ def test_ordering_by_source_timestamp_loses_a_change_when_the_clock_steps_back(o
 def test_a_teams_job_submitted_as_its_own_process(pipeline_factory, oracle_factory, mutator):
     """The adapter's other form: the job's spark-submit command line with the sandbox's endpoints, running
     continuously in a JVM of its own."""
-    pipeline = pipeline_factory(only=["category"], job=job_under_test.load(SUBMITTED, {"ordering": "source_sequence"}))
+    pipeline = pipeline_factory(only=["category"], job=job_adapters.load(SUBMITTED, {"ordering": "source_sequence"}))
     oracle = oracle_factory(pipeline)
     pipeline.start_continuous()
     oracle.track(["category"])

@@ -42,8 +42,8 @@ def native_settings(tmp_path) -> Settings:
     return Settings.load({"SANDBOX_STATE_DIR": str(tmp_path / "native"), "SANDBOX_MSSQL_DSN": DSN})
 
 
-def run_compose(binary, settings: Settings, *args: str, compose_file=compose.COMPOSE_FILE):
-    command = [str(binary), "-f", str(compose_file), "--env-file", str(compose.env_file(settings)), *args]
+def run_compose(binary, settings: Settings, *args: str, file=compose.COMPOSE_FILE):
+    command = [str(binary), "-f", str(file), "--env-file", str(compose.env_file(settings)), *args]
     return subprocess.run(command, capture_output=True, text=True)
 
 
@@ -68,7 +68,7 @@ def test_the_validator_rejects_what_compose_would_reject(compose_binary, compose
     broken = tmp_path / "docker-compose.yml"
     text = compose.COMPOSE_FILE.read_text().replace("    healthcheck:\n", "    healthchek:\n", 1)
     broken.write_text(text)
-    result = run_compose(compose_binary, compose_settings, "config", "--quiet", compose_file=broken)
+    result = run_compose(compose_binary, compose_settings, "config", "--quiet", file=broken)
     assert result.returncode != 0 and "healthchek" in result.stderr
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness.running import job_under_test
+from cdc_sandbox.harness.running import job_adapters
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 from tests import PROJECT_ROOT
 
@@ -25,8 +25,8 @@ def write(tmp_path, text: str):
 
 
 def test_the_builtin_job_records_positions_and_a_teams_job_does_not():
-    assert job_under_test.load("builtin").records_positions
-    team = job_under_test.load(PROJECT_ROOT / "examples" / "team_job" / "sandbox-job.yaml")
+    assert job_adapters.load("builtin").records_positions
+    team = job_adapters.load(PROJECT_ROOT / "examples" / "team_job" / "sandbox-job.yaml")
     assert (team.name, team.records_positions, team.tables) == ("team-job", False, None)  # every table
     assert team.with_settings(ordering="source_sequence").settings == {"ordering": "source_sequence"}
 
@@ -40,18 +40,18 @@ def test_the_builtin_job_records_positions_and_a_teams_job_does_not():
 ])
 def test_a_wrong_job_file_says_what_is_wrong(tmp_path, text, problem):
     with pytest.raises(SandboxError, match=problem):
-        job_under_test.load(write(tmp_path, text))
+        job_adapters.load(write(tmp_path, text))
 
 
 def test_a_missing_job_file_says_what_to_give():
     with pytest.raises(SandboxError, match="no job file"):
-        job_under_test.load("no-such-job.yaml")
+        job_adapters.load("no-such-job.yaml")
 
 
 def test_a_command_line_gets_the_sandbox_values_quoted_and_the_settings():
     raw = {"submit": "{spark_submit} job.py --lake {lake} --from {starting_offsets} --tables {tables}",
            "once": "--once", "set": "--set {key}={value}"}
-    command = job_under_test.submit_command(PROJECT_ROOT, raw, CONFIG, {"ordering": "source ts"}, once=True)
+    command = job_adapters.submit_command(PROJECT_ROOT, raw, CONFIG, {"ordering": "source ts"}, once=True)
     assert command[0].endswith("spark-submit")
     assert command[1:] == ["job.py", "--lake", "s3a://lake/test-1", "--from", '{"t.ems.category": {"0": 41}}',
                            "--tables", "category", "--set", "ordering=source ts", "--once"]
@@ -59,9 +59,9 @@ def test_a_command_line_gets_the_sandbox_values_quoted_and_the_settings():
 
 def test_a_command_line_names_the_cluster_it_is_submitted_to_and_gives_its_executors_the_jars():
     raw = {"submit": "{spark_submit} --master {master} {spark_conf} job.py"}
-    local = job_under_test.submit_command(PROJECT_ROOT, raw, CONFIG, {}, once=True)
+    local = job_adapters.submit_command(PROJECT_ROOT, raw, CONFIG, {}, once=True)
     assert local[1:3] == ["--master", "local[2]"]
-    on_cluster = job_under_test.submit_command(PROJECT_ROOT, raw, CONFIG, {}, once=True, master="spark://127.0.0.1:7077")
+    on_cluster = job_adapters.submit_command(PROJECT_ROOT, raw, CONFIG, {}, once=True, master="spark://127.0.0.1:7077")
     assert on_cluster[1:3] == ["--master", "spark://127.0.0.1:7077"]
     assert any(option.startswith("--conf=spark.executor.extraClassPath=") for option in on_cluster)
     assert not any(option.startswith("--conf=spark.executor.") for option in local)
@@ -69,25 +69,25 @@ def test_a_command_line_names_the_cluster_it_is_submitted_to_and_gives_its_execu
 
 def test_a_job_run_in_the_harness_session_cannot_go_to_a_cluster(tmp_path):
     (tmp_path / "job.py").write_text("def start(spark, values, once):\n    pass\n")
-    job = job_under_test.load(write(tmp_path, "name: mine\ncallable: job.py:start\n"))
+    job = job_adapters.load(write(tmp_path, "name: mine\ncallable: job.py:start\n"))
     with pytest.raises(SandboxError, match="harness's own Spark session"):
         job.on_cluster("spark://127.0.0.1:7077")
 
 
 def test_a_command_line_naming_an_unknown_value_is_refused():
     with pytest.raises(SandboxError, match=r"names \{kafka\}, which the sandbox does not fill"):
-        job_under_test.submit_command(PROJECT_ROOT, {"submit": "job --bootstrap {kafka}"}, CONFIG, {}, once=False)
+        job_adapters.submit_command(PROJECT_ROOT, {"submit": "job --bootstrap {kafka}"}, CONFIG, {}, once=False)
 
 
 def test_a_submitted_job_that_fails_shows_its_last_output(tmp_path):
     script = "import sys; print('starting'); print('no such topic', file=sys.stderr); sys.exit(3)"
-    job = job_under_test.SubmittedJob([sys.executable, "-c", script], cwd=tmp_path)
+    job = job_adapters.SubmittedJob([sys.executable, "-c", script], cwd=tmp_path)
     assert job.wait() == 3
     assert job.exception() == "the job exited with code 3; its last output:\nstarting\nno such topic"
 
 
 def test_a_submitted_job_stops_when_asked(tmp_path):
-    job = job_under_test.SubmittedJob(shlex.split(f"{sys.executable} -c 'import signal; signal.pause()'"), cwd=tmp_path)
+    job = job_adapters.SubmittedJob(shlex.split(f"{sys.executable} -c 'import signal; signal.pause()'"), cwd=tmp_path)
     assert job.exception() is None
     job.stop()
     assert job.process.returncode is not None

@@ -84,6 +84,11 @@ class Oracle:
         self._verified_after = -1  # rounds done when the history was last verified
 
     @property
+    def registry(self):
+        """The schema registry's client the oracle reads change events with (scenario steps read through it too)."""
+        return self.landing.registry
+
+    @property
     def recorded(self) -> dict[str, list[Recorded]]:
         """Each followed table's recorded commits with their expected states, oldest first."""
         return self.expected.recorded

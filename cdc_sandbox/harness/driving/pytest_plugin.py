@@ -41,7 +41,7 @@ def pytest_addoption(parser):
                     help="also write the summary of what the oracles checked to this file (it is always printed)")
     group.addoption("--sandbox-job", default=os.environ.get("SANDBOX_JOB", "builtin"),
                     help="the job under test: 'builtin' (the sandbox's own) or a YAML file describing a team's job "
-                         "(cdc_sandbox/harness/running/job_under_test.py; examples/team_job/sandbox-job.yaml)")
+                         "(cdc_sandbox/harness/running/job_adapters.py; examples/team_job/sandbox-job.yaml)")
     group.addoption("--sandbox-job-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a setting of the job file's job (its `settings`), e.g. ordering=source_sequence")
     group.addoption("--sandbox-tickit-scale", type=float, default=1.0,
@@ -227,12 +227,12 @@ def cdc_spark_cluster(cdc_sandbox: Settings) -> str:
 @pytest.fixture(scope="session")
 def job_under_test(request):
     """The job the pipelines run (`--sandbox-job`); override this fixture to put another job under test."""
-    from cdc_sandbox.harness.running import job_under_test
+    from cdc_sandbox.harness.running import job_adapters
 
     given = request.config.getoption("--sandbox-job-set")
     if malformed := [item for item in given if "=" not in item]:
         raise pytest.UsageError(f"--sandbox-job-set takes KEY=VALUE, not {', '.join(malformed)}")
-    return job_under_test.load(request.config.getoption("--sandbox-job"), dict(item.split("=", 1) for item in given))
+    return job_adapters.load(request.config.getoption("--sandbox-job"), dict(item.split("=", 1) for item in given))
 
 
 @pytest.fixture(scope="session")

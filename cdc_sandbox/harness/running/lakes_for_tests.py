@@ -26,11 +26,11 @@ def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[st
     """The job (in the shared Spark session) on a new lake: branched from the baseline when `branches` is given and
     the built-in job runs with the baseline's options (`LAKE_NEUTRAL_OPTIONS` aside), otherwise empty (the job
     starts from the earliest offsets).
-    `job_under_test` (`cdc_sandbox.harness.running.job_under_test`; the built-in job by default) writes the tables it names only."""
-    from cdc_sandbox.harness.running import sandbox_job, job_under_test
+    `job_under_test` (`cdc_sandbox.harness.running.job_adapters`; the built-in job by default) writes the tables it names only."""
+    from cdc_sandbox.harness.running import sandbox_job, job_adapters
     from cdc_sandbox.harness.running.pipeline import Pipeline
 
-    job_under_test = job_under_test or job_under_test.builtin_job()
+    job_under_test = job_under_test or job_adapters.builtin_job()
     if not job_under_test.builtin:
         branches = None  # the baseline lake is the built-in job's
     if job_under_test.tables is not None:

@@ -23,7 +23,7 @@ from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.stack import class_sharing
 from cdc_sandbox.stack.spark_home import spark_home
-from cdc_sandbox.harness.running import sandbox_job, job_under_test, timeline as commit_timeline
+from cdc_sandbox.harness.running import sandbox_job, job_adapters, timeline as commit_timeline
 from cdc_sandbox.harness.running.checkpoint import (
     batch_start_offsets,
     committed_offsets,
@@ -132,7 +132,7 @@ class Pipeline:
     resume_continuous: bool = False  # paused while running continuously
     drives_job: bool = True  # False: the job runs elsewhere (e.g. `sandbox job run`); waits only read silver
     topics_seen: bool = False  # every topic the job reads exists
-    job: job_under_test.JobUnderTest = field(default_factory=job_under_test.builtin_job)
+    job: job_adapters.JobUnderTest = field(default_factory=job_adapters.builtin_job)
 
     def __post_init__(self) -> None:
         self.config = replace(self.config, kafka_options={**HARNESS_KAFKA_TIMEOUTS, **self.config.kafka_options},
@@ -144,10 +144,10 @@ class Pipeline:
         return f"Pipeline({self.config.lake}, {kind}, tables: {tables}, {len(self.reports)} batches)"
 
     @classmethod
-    def start(cls, settings: Settings, lake: str, job_under_test: job_under_test.JobUnderTest | None = None,
+    def start(cls, settings: Settings, lake: str, job_under_test: job_adapters.JobUnderTest | None = None,
               **options) -> "Pipeline":
         """The job (the built-in one unless `job_under_test`) on `lake`, in a Spark session of its own."""
-        job_under_test = job_under_test or job_under_test.builtin_job()
+        job_under_test = job_under_test or job_adapters.builtin_job()
         if job_under_test.tables is not None and options.get("only"):
             missing = set(options["only"]) - set(job_under_test.tables)
             if missing:

@@ -137,7 +137,7 @@ def load_spec(path: Path, settings: dict, master: str | None = None) -> JobUnder
         raise SandboxError(f"{path} is not valid YAML: {exc}", "fix the file") from None
     if not isinstance(raw, dict) or not raw.get("name") or ("submit" in raw) == ("callable" in raw):
         raise SandboxError(f"{path}: a job file needs a name and exactly one of `submit` or `callable`",
-                           "see the format in cdc_sandbox/harness/running/job_under_test.py or examples/team_job/sandbox-job.yaml")
+                           "see the format in cdc_sandbox/harness/running/job_adapters.py or examples/team_job/sandbox-job.yaml")
     unknown = set(raw) - {"name", "tables", "submit", "once", "continuous", "set", "callable", "settings"}
     if unknown:
         raise SandboxError(f"{path}: unknown keys {', '.join(sorted(unknown))}",
