@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import os
 import sys
 from contextlib import contextmanager
@@ -157,8 +158,6 @@ BENCHMARKS_PAGE = DOCS / "operations" / "benchmarks.md"
 
 def benchmarks_page() -> str:
     """The latest `make bench` results, from the results file it copies beside the page."""
-    import json
-
     from cdc_sandbox.bench import page
 
     return page.render(json.loads(BENCHMARKS_PAGE.with_suffix(".json").read_text()),

@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import os
 import platform
+import statistics
 import shutil
 import subprocess
 import time
@@ -21,7 +22,7 @@ REPORTS = Path("reports") / "bench"  # beside the other reports of the directory
 RESULTS_FILE = "results.json"
 CHART_FILE = "figures.svg"
 SPEED_LOOP = 5_000_000
-SPEED_SAMPLES = 7  # one timing of the loop varies by a third from the next; their median by about a tenth
+SPEED_SAMPLES = 7  # one timing alone is too noisy to read a run by; their median is steadier
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,11 @@ class Results:
     def say(self, text: str) -> None:
         self.echo(text)
 
-    def add(self, section: str, key: str, label: str, value: float, unit: str, text: str | None = None) -> float:
+    def add(self, section: str, key: str, label: str, value: float, unit: str, text: str | None = None) -> None:
         """Keep a figure; print `text` (the figure in a sentence) when given."""
         self.figures.append(Figure(section, key, label, float(value), unit))
         if text is not None:
             self.echo(text)
-        return value
 
     def as_json(self, machine: dict) -> dict:
         return {"taken_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine,
@@ -73,8 +73,6 @@ def machine_speed() -> list[float]:
 
 def machine(project_root: Path) -> dict:
     """The facts a figure is read against: the machine's speed and size, and the commit measured."""
-    import statistics
-
     samples = machine_speed()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=project_root, capture_output=True,
                             text=True).stdout.strip()
