@@ -44,7 +44,12 @@ UNFOLLOWED = {
 OWNED_PREFIXES = ("connector.class", "topic.prefix", "database.", "slot.name", "publication.", "schema.include.list",
                   "table.include.list", "key.converter", "value.converter", "transforms", "predicates",
                   "schema.history.internal.")
-OWNED_EXCEPTIONS = ("transforms.unwrap.delete.tombstone.handling.mode",)
+# Settings a team may copy from its production connector although the sandbox sets them: the two that decide whether
+# an explicit NULL reaches the job as NULL or as the column's DEFAULT (KAFKA-8713). The sandbox keeps NULL; a project
+# that sets either to replace it gets silver holding the default, and the oracle's failure naming the column.
+NULL_AS_DEFAULT = {"transforms.unwrap.replace.null.with.default": "true",
+                   "value.converter.ignore.default.for.nullables": "false"}
+OWNED_EXCEPTIONS = ("transforms.unwrap.delete.tombstone.handling.mode", *NULL_AS_DEFAULT)
 
 
 def check(path: Path, source: str, debezium: dict[str, str]) -> None:

@@ -240,6 +240,19 @@ def defaults_not_backfilled(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(cdc_hudi_job, "write_silver", write_silver)
 
 
+def null_as_default(patch: pytest.MonkeyPatch) -> None:
+    """Writes a column's DEFAULT where a change holds NULL, as a production connector left at
+    `replace.null.with.default: true` or a converter reading fields with Connect's Struct.get does (KAFKA-8713):
+    every explicit NULL in a column with a default becomes that default, and no error says so."""
+
+    def defaults_for_nulls(changes: DataFrame, spec: TableSpec) -> DataFrame:
+        return changes.select(*[
+            F.coalesce(F.col(f.name), decode.default_of(f)).alias(f.name, metadata=f.metadata)
+            if decode.default_of(f) is not None else F.col(f.name) for f in changes.schema.fields])
+
+    _transform_changes(patch, defaults_for_nulls)
+
+
 def decimals_through_double(patch: pytest.MonkeyPatch) -> None:
     """Passes decimals through a double and back to their own type (arithmetic "in floating point, then rounded"):
     the types stay right, and a value wider than a double's 15-17 digits loses its last ones."""
@@ -399,7 +412,8 @@ VARIANTS = {"order-by-timestamp": order_by_timestamp, "order-by-kafka-offset": o
             "first-types-kept": first_types_kept, "merge-by-arrival-time": merge_by_arrival_time,
             "binary-as-text": binary_as_text, "partial-record-key": partial_record_key,
             "hard-deletes-everywhere": hard_deletes_everywhere, "defaults-not-backfilled": defaults_not_backfilled,
-            "offsets-before-silver": offsets_before_silver, "dates-in-the-process-zone": dates_in_the_process_zone}
+            "offsets-before-silver": offsets_before_silver, "dates-in-the-process-zone": dates_in_the_process_zone,
+            "null-as-default": null_as_default}
 
 
 def _has_column(*kinds: str):

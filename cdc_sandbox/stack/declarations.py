@@ -81,6 +81,8 @@ CONNECT_WORKER = {
 # ... and from nowhere else: a connector naming another path is refused (KIP-993). Where the secrets are differs.
 CONNECT_SECRETS_SETTING = "config.providers.file.param.allowed.paths"
 CONNECT_HEAP = ("-Xms256m", "-Xmx1g")
+# The connectors' converter (stack/jvm/connect-converter), which Maven lays beside Apicurio's jars in their plugin.
+CONNECT_CONVERTER_JAR = "sandbox-null-keeping-converter.jar"
 
 APICURIO_HEAP = ("-Xms128m", "-Xmx512m")
 METASTORE_HEAP = ("-Xms64m", "-Xmx512m")

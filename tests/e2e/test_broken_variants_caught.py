@@ -73,6 +73,11 @@ CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the failure it mu
     # The rows the batch leaves alone keep NULL in the added column, where the source gave them its default.
     "defaults-not-backfilled": ("column-added-with-default.yaml", (Catch("snapshot", "category", "region"),
                                                                    Catch("snapshot", "date", "priority"))),
+    # The explicit NULLs in the added columns hold their defaults: the first round that checks them names each.
+    "null-as-default": ("null-in-a-column-with-a-default.yaml", tuple(Catch("snapshot", table, column) for table, column
+                                                                      in (("category", "visits"),
+                                                                          ("category", "featured"),
+                                                                          ("date", "note"), ("date", "flagged")))),
     "ignores-truncates": ("truncate-mid-stream.yaml", tuple(Catch(check, table) for table in ("category", "date")
                                                             for check in ("snapshot", "deletes", "behind"))),
 }

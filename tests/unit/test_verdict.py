@@ -77,6 +77,19 @@ def test_a_stale_value_is_named_by_its_column():
     assert str(caught.value.finding) == "time travel of category (columns catdesc)"
 
 
+def test_a_value_where_the_source_holds_null_is_named_with_why_and_how_to_keep_null():
+    """A converter that writes a column's DEFAULT for NULL: the finding names the column and the message says why."""
+    nulled = {(1,): ROWS[1,], (2,): (2, "Shows", "Opera", None)}
+    with pytest.raises(OracleMismatch, match=r"(?s)key catid=2: column catdesc: expected None, actual 'All opera'"
+                                             r".*why: silver holds a value where the source holds NULL \(catdesc\)"
+                                             r".*replace\.null\.with\.default: false") as caught:
+        judge(WHERE, snapshot(nulled), both(read(list(ROWS.values()))))
+    assert caught.value.finding == Finding("snapshot", "category", columns=frozenset({"catdesc"}))
+    with pytest.raises(OracleMismatch) as stale:
+        judge(WHERE, snapshot(), both(read([ROWS[1,], (2, "Shows", "Opera", "old text")])))
+    assert "why:" not in str(stale.value), "the line is only for a value where the source holds NULL"
+
+
 def test_a_long_value_is_shown_by_its_beginning_and_length():
     long = (2, "Shows", "Opera", "x" * 5000)
     with pytest.raises(OracleMismatch) as caught:

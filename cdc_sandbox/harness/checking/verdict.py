@@ -97,6 +97,10 @@ def judge(where: str, expected: Expectation, reads: dict[str, list],
             problems.append(f"{name}:\n" + "\n".join(diff_rows(expected.shape, expected.rows, actual)))
             columns, keys = columns | differing_columns(expected.shape, expected.rows, actual), \
                 keys | differing_rows(expected.rows, actual)
+    filled = sorted(set().union(*(nulls_filled(expected.shape, expected.rows, actual)
+                                  for actual in actual_by_reader.values())))
+    if filled:
+        problems.append(NULL_AS_DEFAULT_WHY.format(columns=", ".join(filled)))
     if problems:
         raise OracleMismatch(where + "\n".join(problems),
                              Finding(check, expected.shape.table.name, frozenset(columns), frozenset(keys)))
@@ -174,6 +178,19 @@ def differing_rows(expected: Rows, actual: Rows) -> set[tuple]:
 
 def _both_live(want, got) -> bool:
     return isinstance(want, tuple) and isinstance(got, tuple) and len(want) == len(got)
+
+
+NULL_AS_DEFAULT_WHY = (
+    "why: silver holds a value where the source holds NULL ({columns}). If it is the column's DEFAULT, a converter "
+    "or transform wrote the default for NULL (Kafka Connect's Struct.get gives a null field its schema's default, "
+    "KAFKA-8713): keep `transforms.unwrap.replace.null.with.default: false` and "
+    "`value.converter.ignore.default.for.nullables: true` (the sandbox's own) in the source's debezium settings")
+
+
+def nulls_filled(shape: Shape, expected: Rows, actual: Rows) -> set[str]:
+    """The columns in which a row holds a value where the source holds NULL."""
+    return {column for key, want in expected.items() if _both_live(want, got := actual.get(key, ABSENT))
+            for column, a, b in zip(shape.columns, want, got) if a is None and b is not None}
 
 
 def diff_rows(shape: Shape, expected: Rows, actual: Rows) -> list[str]:

@@ -25,7 +25,7 @@ import port_for
 
 from cdc_sandbox.config import DEFAULT_PORTS, REGISTRY_API, Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.stack import databases, install, jvm, source_tables
+from cdc_sandbox.stack import databases, declarations, install, jvm, source_tables
 from cdc_sandbox.stack.backends import compose_file, native
 from cdc_sandbox.stack.backends.compose_file import COMPOSE_FILE, CONNECT_SECRETS, INTERNAL_KAFKA
 from cdc_sandbox.stack.backends.compose_cli import compose_command, docker_command_for_testcontainers
@@ -80,7 +80,9 @@ def env_values(settings: Settings) -> dict[str, str]:
         who = login(settings, db, role)
         values[f"{db.upper()}_{label}_USER"] = who.user
         values[f"{db.upper()}_{label}_PASSWORD"] = who.password
-    values |= {"SANDBOX_CONNECT_TRUNCATES": str(jvm.artifacts_dir(settings) / "connect-plugins" / "sandbox-truncates"),
+    plugins = jvm.artifacts_dir(settings) / "connect-plugins"
+    values |= {"SANDBOX_CONNECT_TRUNCATES": str(plugins / "sandbox-truncates"),
+               "SANDBOX_CONNECT_CONVERTER": str(plugins / "apicurio-converter" / declarations.CONNECT_CONVERTER_JAR),
                "SANDBOX_METASTORE_JARS": str(jvm.artifacts_dir(settings) / "metastore"),
                "SANDBOX_METASTORE_SCHEMA": str(schema_dir(settings)),
                "SANDBOX_METASTORE_CONF": str(metastore_conf_dir(settings))}

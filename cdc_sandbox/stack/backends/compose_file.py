@@ -196,7 +196,10 @@ def connect(image: str) -> dict:
         "ports": published("connect"),
         # The predicate that keeps truncate events out of the flattening transform
         # (cdc_sandbox/fixtures/connectors/common.json), built by Maven like the native worker's plugins.
-        "volumes": [f"{required('SANDBOX_CONNECT_TRUNCATES')}:/kafka/connect/sandbox-truncates:ro"],
+        # The Apicurio converter that keeps an explicit NULL (the connectors' converter class): the image's entrypoint
+        # links everything in its Apicurio directory into each connector's plugin directory.
+        "volumes": [f"{required('SANDBOX_CONNECT_TRUNCATES')}:/kafka/connect/sandbox-truncates:ro",
+                    f"{required('SANDBOX_CONNECT_CONVERTER')}:/kafka/external_libs/apicurio/{declared.CONNECT_CONVERTER_JAR}:ro"],
         "secrets": ["connect-credentials"],
         "depends_on": {"kafka": {"condition": "service_healthy"}, "apicurio": {"condition": "service_healthy"}},
         # curl is in the image: Debezium's connect-base entrypoint fetches plugins with it.
