@@ -6,5 +6,6 @@ CREATE TABLE ledger_entries (
     currency    enum('EUR','USD','JPY') NOT NULL,
     details     json,
     checksum    varbinary(32),
-    region      enum('emea','amer','apac') NOT NULL
+    region      enum('emea','amer','apac') NOT NULL,
+    memo        varchar(255)    NULL DEFAULT ''  -- an explicit NULL must stay NULL, not become ''
 );

@@ -10,6 +10,8 @@ CREATE TABLE accounts (
     signature    bytea,
     lifetime_ops bigint,
     opened_at    timestamptz    NOT NULL,
+    visits       bigint         DEFAULT 0,     -- nullable with a default: an explicit NULL must stay NULL
+    verified     boolean        DEFAULT true,
     PRIMARY KEY (tenant, account_no)
 );
 
