@@ -90,6 +90,8 @@ def _replay_in_steps(settings: Settings, recorded: Archive, tables: dict[str, st
             _expect_read(pipeline, loaded)
             for topic, check in checks.items():
                 check.newest({str(p): end for p, end in until[topic].items()})
+        for topic, check in checks.items():
+            check.complete(archive_ends(recorded, topic))
     finally:
         pipeline.stop()
     return ReplayVerdict(pipeline.config.lake, loaded.topics, [check.verdict for check in checks.values()])
@@ -136,14 +138,21 @@ def recorded_tables(settings: Settings, recorded: Archive) -> dict[str, str]:
 
 
 def check_table(settings: Settings, pipeline: Pipeline, recorded: Archive, topic: str, table: str) -> TableVerdict:
-    """Every commit of the table, against what its micro-batch had read (the built-in job's commits name it)."""
+    """Every commit of the table, against what its micro-batch had read (the built-in job's commits name it), then
+    its newest against the whole archive."""
     check = _TableCheck(settings, pipeline, recorded, topic, table)
     for commit in [c for c in pipeline.timeline(table) if c.writes_changes]:
         check.commit(commit, pipeline.batch_start(commit.batch_id).get(check.spec.topic, {}),
                      pipeline.batch_start(commit.batch_id + 1).get(check.spec.topic, {}))
         if check.verdict.problems:
             break  # the first wrong commit; later ones inherit its rows
+    check.complete(archive_ends(recorded, topic))
     return check.verdict
+
+
+def archive_ends(recorded: Archive, topic: str) -> dict[str, int]:
+    """Each partition's offset past its last message in the replay topic (written in the archive's order from 0)."""
+    return {str(partition): len(lines) for partition, lines in recorded.messages[topic].items()}
 
 
 class _TableCheck:
@@ -158,6 +167,7 @@ class _TableCheck:
         self.checked: set[str] = set()
         self.read_before: dict[str, int] = {}
         self.previous: tuple[Commit, dict] | None = None  # the commit checked last, and the rows expected there
+        self.previous_read_until: dict[str, int] = {}  # where the events that commit was checked against end
 
     def newest(self, read_until: dict[str, int]) -> None:
         """The table's newest commit after a step that wrote the events before `read_until`: a new one wherever the
@@ -188,7 +198,34 @@ class _TableCheck:
                 self._judge(commit, reader, f" (incremental after {self.previous[0].instant})",
                             reader.changes(self.shape, self.previous[0], commit), changed, state, read_from,
                             read_until, full=expected, may=written)
-        self.previous = (commit, expected)
+        self.previous, self.previous_read_until = (commit, expected), read_until
+
+    def complete(self, ends: dict[str, int]) -> None:
+        """After the archive's last message: the table has a commit, and its newest holds the fold of every event
+        the archive has of it, through both readers (a job that skips the table, or never writes its last batch,
+        fails here, however right each commit it wrote was)."""
+        changes = [event for event in self.events if event.value]
+        if self.verdict.problems or not changes:
+            return
+        commits = [c for c in self.pipeline.timeline(self.verdict.table) if c.writes_changes]
+        if not commits:
+            self.verdict.problems.append(
+                f"{self.verdict.table}: the job wrote no commit of it after reading the archive's {len(changes)} "
+                f"events of it, the last at {changes[-1].where()}")
+            return
+        newest = commits[-1]
+        if self.previous and self.previous[0].instant == newest.instant and self._reached(ends):
+            return  # checked against the whole archive already
+        state = fold(self.events, self.spec.position, self.spec.key)
+        expected = expected_rows(self.shape, state, self.pipeline.config.hard_deletes_of(self.spec))
+        self.verdict.commits += newest.instant not in self.checked
+        self.checked.add(newest.instant)
+        for reader in self.readers:
+            self._judge(newest, reader, " against the archive's end", reader.as_of(self.shape, newest), expected,
+                        state, {}, ends)
+
+    def _reached(self, ends: dict[str, int]) -> bool:
+        return all(int(self.previous_read_until.get(p, 0)) >= end for p, end in ends.items())
 
     def _changed_since(self, expected: dict, read_from: dict[str, int], read_until: dict[str, int]) -> tuple:
         """The rows an incremental read since the previous commit must hold (each key whose row changed: a deleted

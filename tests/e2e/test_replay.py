@@ -7,22 +7,26 @@ row and the late event the batch read."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 import uuid
 
 import pytest
+from typer.testing import CliRunner
 
+from cdc_sandbox import cli
 from cdc_sandbox.config import PACKAGE_DIR
 from cdc_sandbox.harness.running import job_adapters
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
 from cdc_sandbox.replay import bronze, edit
+from cdc_sandbox.replay import run as replay_run
 from cdc_sandbox.replay.archive import Range, read_archive, record
 from cdc_sandbox.replay.run import replay
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
 from cdc_sandbox.sources.registry import RegistryClient
 from tests import PROJECT_ROOT
-from tests.broken_variants import VARIANTS
+from tests.broken_variants import VARIANTS, skip_table
 
 pytestmark = [pytest.mark.e2e]
 
@@ -68,6 +72,33 @@ def test_an_older_change_delivered_late_is_judged_by_the_recorded_events(sandbox
     assert f"the batch read its events at offset {late} " in problem
 
 
+def test_sandbox_replay_fails_naming_the_table_when_silver_misses_the_archives_end(sandbox, spark, late_change_archive,
+                                                                                    monkeypatch):
+    """`sandbox replay` (the command, in this process's Spark session) passes the built-in job, and exits 1 naming
+    the table with a job that never writes the table, and with one that drops its last micro-batch (it writes each
+    batch one late, so every commit it wrote is right and the last changes never land)."""
+    path = late_change_archive[0].with_name("recorded.tar.gz")  # as recorded: the last change decides the row
+    monkeypatch.setattr(replay_run, "replay", functools.partial(replay_run.replay, spark=spark))
+
+    def sandbox_replay():
+        return CliRunner().invoke(cli.app, ["replay", str(path), "--batch-messages", "1",
+                                            "--name", f"end-{uuid.uuid4().hex[:6]}"], catch_exceptions=False)
+
+    passed = sandbox_replay()
+    assert passed.exit_code == 0 and "3 commits checked: as recorded" in passed.output, passed.output
+    with monkeypatch.context() as patch:
+        skip_table(patch, table="category")
+        skipped = sandbox_replay()
+    assert skipped.exit_code == 1, skipped.output
+    assert "category: the job wrote no commit of it after reading the archive's 3 events" in skipped.output
+    with monkeypatch.context() as patch:
+        VARIANTS["offsets-before-silver"](patch)
+        behind = sandbox_replay()
+    assert behind.exit_code == 1, behind.output
+    assert "WRONG" in behind.output and "category, commit " in behind.output
+    assert "against the archive's end: key (9771,)" in " ".join(behind.output.split())
+
+
 def test_a_scenario_recorded_and_replayed_gets_the_scenarios_verdict(request, sandbox, spark, pipeline_factory,
                                                                      mutator, tmp_path, monkeypatch):
     """A scenario whose older change arrives again after the newer one (old-event-redelivered) passes with the
@@ -95,7 +126,9 @@ def test_a_scenario_recorded_and_replayed_gets_the_scenarios_verdict(request, sa
     for partition, lines in sent.items():
         assert [_sent(line) for line in kept[partition] if line["offset"] >= lines[0]["offset"]] == \
             [_sent(line) for line in lines]
-    assert replay(sandbox, from_bronze, f"bronze-{uuid.uuid4().hex[:6]}", spark=spark).passed
+    replayed_bronze = replay(sandbox, from_bronze, f"bronze-{uuid.uuid4().hex[:6]}", spark=spark)
+    assert replayed_bronze.passed, replayed_bronze.tables[0].problems
+    assert replayed_bronze.tables[0].commits >= 1, "the bronze replay checked what the job wrote"
 
     VARIANTS["merge-by-arrival-time"](monkeypatch)
     failed = replay(sandbox, path, f"round-{uuid.uuid4().hex[:6]}", batch_messages=1, spark=spark)
