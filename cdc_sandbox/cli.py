@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import importlib
 import importlib.metadata
 import json
@@ -31,8 +32,29 @@ from cdc_sandbox.stack.connection_env import connection_env
 from cdc_sandbox.stack.services.localstack import sandbox_s3
 from cdc_sandbox.stack.services.metastore import require_metastore, thrift_uri
 
-app = typer.Typer(help="Local CDC data-lake sandbox: Postgres, MariaDB, Kafka, Debezium, Apicurio, S3.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+class SandboxTyper(typer.Typer):
+    """Typer whose commands each report a `SandboxError`, wherever it is raised (reading the project file too), as
+    `_fail` does: the error and what to do on stderr, exit 1, no traceback."""
+
+    def command(self, *args, **kwargs):
+        register = super().command(*args, **kwargs)
+
+        def decorator(function):
+            @functools.wraps(function)
+            def reported(*given, **named):
+                try:
+                    return function(*given, **named)
+                except SandboxError as exc:
+                    _fail(exc)
+
+            register(reported)
+            return function
+
+        return decorator
+
+
+app = SandboxTyper(help="Local CDC data-lake sandbox: Postgres, MariaDB, Kafka, Debezium, Apicurio, S3.",
+                   no_args_is_help=True, pretty_exceptions_enable=False)
 console = Console()
 errors = Console(stderr=True)  # errors go to stderr, so that a command's output can be piped or parsed
 
@@ -148,12 +170,12 @@ def _lake_table(settings: Settings, s3_up: bool) -> Table:
     for column in ("lake", "state", "what to do"):
         table.add_column(column)
     if not s3_up:
-        table.add_row(config.lake, "[red]S3 is not running[/red]", "`make up`")
+        table.add_row(config.lake, "[red]S3 is not running[/red]", "`sandbox up`")
         return table
     try:
         problem = unvouched_batch(sandbox_s3(settings), config.lake)
     except (BotoCoreError, ClientError) as exc:
-        table.add_row(config.lake, "[red]unreadable[/red]", f"start S3: `make up` ({type(exc).__name__})")
+        table.add_row(config.lake, "[red]unreadable[/red]", f"start S3: `sandbox up` ({type(exc).__name__})")
         return table
     if problem:
         table.add_row(config.lake, f"[red]{problem}[/red]", sandbox_job.LOST_DATA_ADVICE.format(lake=config.lake))
@@ -210,7 +232,7 @@ def _load_project(settings: Settings) -> None:
     console.print(f"done in {time.monotonic() - started:.1f} s")
 
 
-mutate_app = typer.Typer(help="Change source rows; every change is journaled with its source position.",
+mutate_app = SandboxTyper(help="Change source rows; every change is journaled with its source position.",
                          no_args_is_help=True)
 app.add_typer(mutate_app, name="mutate")
 
@@ -323,7 +345,7 @@ def _tables_table(settings: Settings) -> Table:
     return table
 
 
-job_app = typer.Typer(help="The PySpark Hudi job: Kafka change events into bronze and silver on S3.",
+job_app = SandboxTyper(help="The PySpark Hudi job: Kafka change events into bronze and silver on S3.",
                       no_args_is_help=True)
 app.add_typer(job_app, name="job")
 
@@ -358,7 +380,7 @@ def job_run(
                             metastore_uri=thrift_uri(settings) if sync else None)
     try:
         if sync:
-            require_metastore(settings, "start it with `make up`, or run the job with --no-sync")
+            require_metastore(settings, "start it with `sandbox up`, or run the job with --no-sync")
         sandbox_job.check_lake_bucket(settings, config)
         if not from_scratch:
             sandbox_job.check_lake_holds_its_checkpoint(settings, config)
@@ -372,7 +394,7 @@ def job_run(
     raise typer.Exit(sandbox_job.run(settings, config, once=not continuous, master=master))
 
 
-scenario_app = typer.Typer(help="Scenario files: replay a production CDC bug and check what silver must show.",
+scenario_app = SandboxTyper(help="Scenario files: replay a production CDC bug and check what silver must show.",
                            no_args_is_help=True)
 app.add_typer(scenario_app, name="scenario")
 

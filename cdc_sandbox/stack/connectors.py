@@ -205,7 +205,7 @@ class ConnectClient:
             states = connector_states(status)
             if "FAILED" in states:
                 raise SandboxError(f"connector {name} FAILED:\n{failure_trace(status)[:2000]}",
-                                   "fix the cause, then `make up` re-registers it (see `sandbox logs connect`)")
+                                   "fix the cause, then `sandbox up` re-registers it (see `sandbox logs connect`)")
             return status if len(states) > 1 and set(states) == {"RUNNING"} else None
 
         return wait_until(running, timeout, f"connector {name} and its tasks to be RUNNING", "see `sandbox logs connect`")

@@ -56,7 +56,7 @@ def ensure_os_packages(needed_services: set[str]) -> list[str]:
         raise SandboxError(
             "missing OS packages: " + ", ".join(missing),
             "install them (Debian/Ubuntu: `sudo apt-get install -y " + " ".join(missing) + "`; "
-            "elsewhere the PostgreSQL 15+ server and MariaDB 10.11+ server), or run `make up` as root",
+            "elsewhere the PostgreSQL 15+ server and MariaDB 10.11+ server), or run `sandbox up` as root",
         )
     _apt_install(missing)
     return missing
@@ -76,7 +76,7 @@ def _apt_install(packages: list[str]) -> None:
             result = subprocess.run(command, env=env, capture_output=True, text=True)
             if result.returncode != 0:
                 raise SandboxError(f"`{' '.join(command)}` failed:\n{result.stderr.strip()[-1500:]}",
-                                   "fix apt (network, sources) or install the packages by hand, then run `make up`")
+                                   "fix apt (network, sources) or install the packages by hand, then run `sandbox up`")
     finally:
         if created_policy:
             policy.unlink(missing_ok=True)
@@ -140,7 +140,7 @@ def ensure_s3_journal(settings: Settings) -> bool:
     return True
 
 
-def run_install(command: list[str], what: str, hint: str = "check that PyPI is reachable, then run `make up` again",
+def run_install(command: list[str], what: str, hint: str = "check that PyPI is reachable, then run `sandbox up` again",
                 env: dict | None = None, timeout: float | None = None) -> None:
     """Run an install step; a failure raises `SandboxError` with the end of its output and `hint`."""
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)

@@ -128,7 +128,7 @@ def sync_plugin_manifests(jvm_dir: Path, log: Path) -> None:
         out.write(result.stdout + result.stderr)
     if result.returncode != 0:
         raise SandboxError(f"writing the Connect plugins' manifests failed (exit {result.returncode})",
-                           f"see {log}; `make up` tries again")
+                           f"see {log}; `sandbox up` tries again")
 
 
 def maven_failure(output: str, log: Path) -> SandboxError:
@@ -156,7 +156,7 @@ def unresolved_artifacts(output: str) -> list[str]:
 
 def classpath(directory: Path) -> str:
     if not directory.is_dir():
-        raise SandboxError(f"{directory} is missing", "run `make up` (it resolves the jars through Maven)")
+        raise SandboxError(f"{directory} is missing", "run `sandbox up` (it resolves the jars through Maven)")
     return str(directory / "*")
 
 

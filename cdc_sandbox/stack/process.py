@@ -72,7 +72,7 @@ def start_detached(
     except ProcessExitedWithError as exc:
         raise SandboxError(
             f"{service} exited during start-up (exit code {exc.exit_code}). Last lines of {log_file}:\n{tail(log_file)}",
-            f"fix the cause above, then run `make up` again (full log: sandbox logs {service})",
+            f"fix the cause above, then run `sandbox up` again (full log: sandbox logs {service})",
         ) from None
     except TimeoutExpired:
         executor.kill()

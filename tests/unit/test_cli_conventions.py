@@ -5,6 +5,7 @@ whether everything runs, and `env` in the variable names each service's own clie
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -61,3 +62,46 @@ def test_env_names_the_clients_own_variables_and_no_sandbox_override(tmp_path):
     assert not [name for name in values if name.startswith("SANDBOX_")], "the sandbox reads those as overrides"
     printed = cli(tmp_path, "env").stdout.splitlines()
     assert all(line.startswith("export ") for line in printed) and len(printed) == len(values)
+
+
+# Commands that never read the project file: they write one, or list what the package ships.
+NO_PROJECT_FILE = {"init", "scenario list"}
+
+
+def test_every_command_given_a_project_file_whose_ddl_is_missing_says_so_on_one_line_and_exits_1(tmp_path):
+    """Each command, run as a user runs it (a project file in the directory, its `ddl:` path wrong): the error and
+    what to do on stderr, exit 1, never a traceback."""
+    (tmp_path / "cdc-sandbox.yaml").write_text(
+        "topic_prefix: shop\nsources:\n  postgres:\n    engine: postgres\n    database: shop\n"
+        "    connector: shop-postgres\n    ddl: ddl/missing.sql\ntables:\n  accounts: {}\n")
+    (tmp_path / "archive.tar.gz").write_bytes(b"")
+    every = {name: command for name, command in commands(typer.main.get_command(app))
+             if not isinstance(command, click.Group)}
+    assert NO_PROJECT_FILE <= set(every)
+    leaves = {name: command for name, command in every.items() if name not in NO_PROJECT_FILE}
+    wrong = {}
+    for name, command in leaves.items():
+        done = cli(tmp_path, *name.split(), *_required_arguments(command))
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+        if done.returncode != 1 or "Traceback" in done.stderr or len(errors) != 1 or "ddl/missing.sql" not in errors[0]:
+            wrong[name] = (done.returncode, done.stderr[-600:])
+    assert wrong == {}
+
+
+def _required_arguments(command: click.Command) -> list[str]:
+    """A value for each required argument, of a shape each command accepts before it reads the project file."""
+    values = {"values": "{}", "key": "{}", "new_key": "{}", "archive_file": "archive.tar.gz", "file": "edge-values",
+              "files": "edge-values"}
+    return [values.get(param.name, "accounts") for param in command.params
+            if isinstance(param, click.Argument) and param.required]
+
+
+def test_hints_name_sandbox_commands_not_this_repositorys_makefile():
+    """A team installs the package into its own repository, which has no Makefile of the sandbox's."""
+    from cdc_sandbox.config import PACKAGE_DIR
+
+    told = [f"{path.relative_to(PACKAGE_DIR)}:{number}" for path in PACKAGE_DIR.rglob("*.py")
+            if "bench" not in path.parts
+            for number, line in enumerate(path.read_text().splitlines(), 1)
+            if re.search(r"\bmake (up|down|status|check|test|fuzz)\b", line)]
+    assert told == []

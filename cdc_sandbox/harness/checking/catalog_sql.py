@@ -40,7 +40,7 @@ class Result:
 
 def catalog_session(settings: Settings, database: str | None = None):
     """A Spark session on the sandbox's metastore, in `database` (default: the jobs' silver database)."""
-    require_metastore(settings, "start it with `make up` (see `sandbox status`)")
+    require_metastore(settings, "start it with `sandbox up` (see `sandbox status`)")
     config = sandbox_job.job_config(settings, metastore_uri=thrift_uri(settings))
     spark = command_session(settings, config)
     database = database or config.catalog_database

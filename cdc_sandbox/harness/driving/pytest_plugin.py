@@ -1,7 +1,7 @@
 """pytest fixtures for tests against the sandbox (registered as the `cdc_sandbox` plugin entry point, so any suite
 in an environment with this package installed gets them).
 
-`--sandbox=attach` (the default) uses the sandbox of the current project (what `make up` started), bringing it up
+`--sandbox=attach` (the default) uses the sandbox of the current project (what `sandbox up` started), bringing it up
 if it is not running; `SANDBOX_STATE_DIR` and the port variables point it at another one. `--sandbox=ephemeral`
 starts a sandbox of its own for the test session, on free ports in a temporary directory, and removes it after.
 
@@ -78,7 +78,7 @@ def cdc_sandbox_settings(request, tmp_path_factory) -> Settings:
 def ephemeral_settings(state_dir: Path) -> Settings:
     """Settings of a new native sandbox in `state_dir`, every service on a free port (tools are shared)."""
     env = dict(os.environ, SANDBOX_STATE_DIR=str(state_dir), SANDBOX_BACKEND="native")
-    taken = set(DEFAULT_PORTS.values())  # leave the ports of a `make up` sandbox alone
+    taken = set(DEFAULT_PORTS.values())  # leave the ports of a `sandbox up` sandbox alone
     for name in DEFAULT_PORTS:
         port = port_for.select_random(exclude_ports=taken)
         taken.add(port)

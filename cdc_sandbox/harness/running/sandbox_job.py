@@ -97,7 +97,7 @@ def check_lake_bucket(settings: Settings, config: JobConfig) -> None:
     try:
         sandbox_s3(settings).head_bucket(Bucket=bucket)
     except BotoCoreError as exc:
-        raise SandboxError(f"the sandbox's S3 does not answer ({exc})", "start the sandbox: `make up`") from None
+        raise SandboxError(f"the sandbox's S3 does not answer ({exc})", "start the sandbox: `sandbox up`") from None
     except ClientError:
         raise SandboxError(f"the lake {config.lake} is in bucket {bucket!r}, which the sandbox's S3 does not have",
                            f"use s3a://{settings.topology.lake_bucket}/<prefix>, or create the bucket first") from None

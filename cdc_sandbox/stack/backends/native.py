@@ -65,7 +65,7 @@ def check_free(ports_by_service: dict[str, list[int]]) -> None:
         raise SandboxError(
             "cannot start: " + "; ".join(f"port {port} ({name}) is in use by {holder}" for name, port, holder in taken),
             "stop that process, or give the sandbox other ports, e.g. "
-            + " ".join(f"SANDBOX_{name.upper()}_PORT=<free port>" for name, _, _ in taken[:2]) + " make up",
+            + " ".join(f"SANDBOX_{name.upper()}_PORT=<free port>" for name, _, _ in taken[:2]) + " sandbox up",
         )
 
 
@@ -102,7 +102,7 @@ def install_all(settings: Settings, report) -> None:
         steps["localstack"] = localstack
     with install.tools_lock(settings), ThreadPoolExecutor(len(steps)) as pool:
         _report_each({name: pool.submit(step) for name, step in steps.items()}, report,
-                     "fix each, then run `make up` again")
+                     "fix each, then run `sandbox up` again")
 
 
 def up(settings: Settings, report, skip_install: bool = False) -> None:
@@ -220,7 +220,7 @@ def connector_status(settings: Settings, statuses: list[ServiceStatus]) -> list[
 def logs(settings: Settings, service_name: str, lines: int, follow: bool) -> int:
     log_file = service(settings, service_name).log_file
     if not log_file.exists():
-        raise SandboxError(f"{service_name} has no log yet at {log_file}", "run `make up` first")
+        raise SandboxError(f"{service_name} has no log yet at {log_file}", "run `sandbox up` first")
     return subprocess.call(["tail", "-n", str(lines), *(["-F"] if follow else []), str(log_file)])
 
 

@@ -74,7 +74,7 @@ def require_engine(settings: Settings, why: str) -> str:
             f"the compose backend needs a Docker engine, and none is reachable ({status.detail}); "
             f"the compose backend was asked for by {why}",
             "start Docker (or point DOCKER_HOST at an engine), or use the native backend: SANDBOX_BACKEND=native "
-            "make up (after a compose sandbox, `sandbox reset` first)",
+            "sandbox up (after a compose sandbox, `sandbox reset` first)",
         )
     return status.detail
 

@@ -17,7 +17,7 @@ class Apicurio(JvmService):
         jars = sorted((jvm.artifacts_dir(self.settings) / "apicurio").glob("apicurio-registry-app-*-runner.jar"))
         if not jars:
             raise SandboxError(f"no Apicurio runner jar in {jvm.artifacts_dir(self.settings) / 'apicurio'}",
-                               "run `make up`: it resolves the server through Maven")
+                               "run `sandbox up`: it resolves the server through Maven")
         return str(jars[-1])
 
     def prepare(self) -> None:

@@ -38,7 +38,7 @@ def server_binary(name: str) -> str:
     found = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
     if not found:
         raise SandboxError(f"the MariaDB server ({name}) is not installed",
-                           "run `make up` as root on Debian/Ubuntu to install it, or `apt-get install mariadb-server`")
+                           "run `sandbox up` as root on Debian/Ubuntu to install it, or `apt-get install mariadb-server`")
     return found
 
 

@@ -83,7 +83,7 @@ def write_site(conf_dir: Path, properties: dict[str, str]) -> None:
 def jars_dir(settings: Settings) -> Path:
     found = jvm.artifacts_dir(settings) / "metastore"
     if not any(found.glob("hive-standalone-metastore-*.jar")):
-        raise SandboxError(f"no Hive Metastore jar in {found}", "run `make up`: it resolves the server through Maven")
+        raise SandboxError(f"no Hive Metastore jar in {found}", "run `sandbox up`: it resolves the server through Maven")
     return found
 
 
@@ -96,7 +96,7 @@ def schema_script(settings: Settings) -> Path:
     found = sorted(schema_dir(settings).rglob("hive-schema-*.postgres.sql"))
     if not found:
         raise SandboxError(f"no Hive Metastore schema script under {schema_dir(settings)}",
-                           "run `make up`: it resolves the metastore through Maven")
+                           "run `sandbox up`: it resolves the metastore through Maven")
     return found[-1]
 
 
@@ -111,7 +111,7 @@ def create_database(settings: Settings) -> None:
         if not cur.fetchone()[0]:
             raise SandboxError(f"database {DATABASE} holds a catalog without its schema version, which the "
                                "metastore refuses", f"drop database {DATABASE} (the catalog only: the lake stays), "
-                               "then `make up` creates it anew; `sandbox job run` syncs the tables again")
+                               "then `sandbox up` creates it anew; `sandbox job run` syncs the tables again")
         conn.commit()
 
 

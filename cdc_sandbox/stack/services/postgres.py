@@ -32,7 +32,7 @@ def server_bin_dir() -> Path:
     if on_path:
         return Path(on_path).parent
     raise SandboxError("the PostgreSQL server (postgres, initdb) is not installed",
-                       "run `make up` as root on Debian/Ubuntu to install it, or `apt-get install postgresql`")
+                       "run `sandbox up` as root on Debian/Ubuntu to install it, or `apt-get install postgresql`")
 
 
 class Postgres(NativeService):
