@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from cdc_sandbox import cli
 from cdc_sandbox.config import PACKAGE_DIR
+from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.running import job_adapters
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
@@ -25,6 +26,7 @@ from cdc_sandbox.replay.archive import Range, read_archive, record
 from cdc_sandbox.replay.run import replay
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
 from cdc_sandbox.sources.registry import RegistryClient
+from cdc_sandbox.spark_jobs.lake_layout import object_keys
 from tests import PROJECT_ROOT
 from tests.broken_variants import VARIANTS, skip_table
 
@@ -97,6 +99,25 @@ def test_sandbox_replay_fails_naming_the_table_when_silver_misses_the_archives_e
     assert behind.exit_code == 1, behind.output
     assert "WRONG" in behind.output and "category, commit " in behind.output
     assert "against the archive's end: key (9771,)" in " ".join(behind.output.split())
+
+
+def test_a_replay_leaves_the_live_topics_and_lakes_alone_and_never_writes_to_a_topic_that_exists(
+        sandbox, spark, s3, late_change_archive):
+    """The live topics end where they ended and the lake bucket holds the same objects outside the replay's own lake;
+    a second replay under the same name is refused, its topics holding the first one's messages."""
+    path, _ = late_change_archive
+    bootstrap, bucket = sandbox.endpoint("kafka").address, sandbox.topology.lake_bucket
+    live_topics = sandbox.topology.topics()
+    ends, objects = end_offsets(bootstrap, live_topics), set(object_keys(s3, bucket, ""))
+    name = f"apart-{uuid.uuid4().hex[:6]}"
+    replayed = replay(sandbox, path, name, batch_messages=1, spark=spark)
+    assert replayed.passed and replayed.tables[0].commits == 3, replayed.tables[0].problems
+    replay_lake = replayed.lake.split(f"s3a://{bucket}/", 1)[1] + "/"
+    assert end_offsets(bootstrap, live_topics) == ends, "a replay writes to no live topic"
+    assert {key for key in object_keys(s3, bucket, "") if not key.startswith(replay_lake)} == objects, \
+        "a replay writes only to its own lake"
+    with pytest.raises(SandboxError, match=r"topic replay\.apart-\w+\.\S+ exists already"):
+        replay(sandbox, path, name, spark=spark)
 
 
 def test_a_scenario_recorded_and_replayed_gets_the_scenarios_verdict(request, sandbox, spark, pipeline_factory,

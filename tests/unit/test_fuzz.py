@@ -72,9 +72,16 @@ def test_the_draws_cover_what_the_issue_of_fuzzing_asks_for():
     keys = {k for raw in raws for rows in raw["given"].values() for row in rows for k in row.values()
             if isinstance(k, int)}
     assert {-(2**15), -(2**31)} <= keys and any(-30005 <= k <= -30000 for k in keys), "keys below zero"
-    added = {c["add_column"]["type"] for seed in range(200) for c in changes(fuzz.draw_example(seed, 1, SOURCES))
-             if "add_column" in c}
-    assert added == set(fuzz.ADDED_COLUMNS.values()) == {"text", "decimal", "bool", "date", "timestamp", "int"}
+    drawn = [c for seed in range(400) for c in changes(fuzz.draw_example(seed, 1, SOURCES))]
+    added = {(c["add_column"]["type"], c["add_column"].get("default")) for c in drawn if "add_column" in c}
+    assert added == set(fuzz.ADDED_COLUMNS.values())
+    assert {kind for kind, _ in added} == {"text", "decimal", "bool", "date", "timestamp", "int", "bigint"}
+    with_default = {name for name, (_, default) in fuzz.ADDED_COLUMNS.items() if default is not None}
+    assert len(with_default) == 3
+    nulled = {name for c in drawn for args in c.values() if isinstance(args, dict)
+              for name, value in (args.get("set") or args.get("row") or {}).items()
+              if name in with_default and value is None}
+    assert nulled == with_default, "explicit NULLs in the columns with a default, inserted and updated"
     assert any(len({args["table"] for c in step["transaction"] for args in c.values()}) > 1
                for raw in raws for step in raw["steps"] if "transaction" in step)
 

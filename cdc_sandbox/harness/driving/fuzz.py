@@ -45,9 +45,12 @@ FUZZ_KEYS_PER_TABLE = 24
 FAILURES = (AssertionError, SandboxError, StreamingQueryException)
 # Mirrored below zero (where TICKIT has no key), away from the -1 a team's table may hold for "unknown".
 FUZZ_NEGATIVE_KEYS = 6
-# Few, one of each type `add_column` takes: the tables stop growing.
-ADDED_COLUMNS = {"fuzz_note": "text", "fuzz_amount": "decimal", "fuzz_flag": "bool", "fuzz_day": "date",
-                 "fuzz_at": "timestamp", "fuzz_count": "int"}
+# Few, one of each type `add_column` takes, and three nullable with a DEFAULT, whose explicit NULLs must stay NULL
+# (a converter that reads fields with Connect's Struct.get writes the default): the tables stop growing.
+# name -> (type, default or None)
+ADDED_COLUMNS = {"fuzz_note": ("text", None), "fuzz_amount": ("decimal", None), "fuzz_flag": ("bool", None),
+                 "fuzz_day": ("date", None), "fuzz_at": ("timestamp", None), "fuzz_count": ("int", None),
+                 "fuzz_visits": ("bigint", 0), "fuzz_label": ("text", ""), "fuzz_on": ("bool", True)}
 # The job's table settings for a whole run, drawn from its seed: the modes teams run, each a run of its own.
 JOB_MODES = ({}, {"hard_deletes": True}, {"table_type": "MERGE_ON_READ", "compaction_delta_commits": 2},
              {"table_type": "MERGE_ON_READ", "compaction_delta_commits": 2, "hard_deletes": True})
@@ -169,7 +172,8 @@ class _Draw:
 
     def row(self, table: str, key: tuple) -> dict:
         schema = self.schemas[table]
-        return self.key(table, key) | {c.name: fuzz_value(c, self.rng) for c in schema.columns
+        columns = [*schema.columns, *self.added.get(table, {}).values()]  # an added column's NULL given explicitly
+        return self.key(table, key) | {c.name: fuzz_value(c, self.rng) for c in columns
                                        if c.name not in schema.primary_key}
 
     def free_key(self, table: str) -> tuple | None:
@@ -263,8 +267,10 @@ class _Draw:
             missing = [name for name in ADDED_COLUMNS if name not in self.added.setdefault(table, {})]
             if missing:
                 name = self.rng.choice(missing)
-                self.added[table][name] = added_column(name, ADDED_COLUMNS[name])
-                return {"add_column": {"table": table, "column": name, "type": ADDED_COLUMNS[name]}}
+                logical_type, default = ADDED_COLUMNS[name]
+                self.added[table][name] = added_column(name, logical_type)
+                added = {"table": table, "column": name, "type": logical_type}
+                return {"add_column": added | ({} if default is None else {"default": default})}
             kind = "update"
         return self.change(table, kind)
 
