@@ -81,7 +81,7 @@ def test_a_value_where_the_source_holds_null_is_named_with_why_and_how_to_keep_n
     """A converter that writes a column's DEFAULT for NULL: the finding names the column and the message says why."""
     nulled = {(1,): ROWS[1,], (2,): (2, "Shows", "Opera", None)}
     with pytest.raises(OracleMismatch, match=r"(?s)key catid=2: column catdesc: expected None, actual 'All opera'"
-                                             r".*why: silver holds a value where the source holds NULL \(catdesc\)"
+                                             r".*why: silver holds a value where NULL is expected \(catdesc\)"
                                              r".*replace\.null\.with\.default: false") as caught:
         judge(WHERE, snapshot(nulled), both(read(list(ROWS.values()))))
     assert caught.value.finding == Finding("snapshot", "category", columns=frozenset({"catdesc"}))

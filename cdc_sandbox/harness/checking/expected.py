@@ -116,6 +116,7 @@ class ExpectedState:
         for table, keys in self.pending.items():
             if keys and table in targets:
                 self._refresh(table, keys, removed.get(table, {}))
+                self._not_carried_yet(table, keys)
         for table, rows in held.items():
             self._keep_dropped(table, rows)
         return targets
@@ -180,6 +181,18 @@ class ExpectedState:
                                             widened=shape.widened + wide)
         self.states[change.table] = {k: (*row, None) for k, row in self.states[change.table].items()}
         self.deleted[change.table] = {k: (*row, None) for k, row in self.deleted[change.table].items()}
+
+    def _not_carried_yet(self, table: str, keys: set[tuple]) -> None:
+        """Columns added with a DEFAULT after the table's last event of the round: the source's rows hold the
+        default, but the events that wrote these keys came before the column, so silver holds NULL there until an
+        event carries it (`_fill_defaults`)."""
+        unfilled = self.unfilled.get(table)
+        if not unfilled:
+            return
+        shape, state = self.shapes[table], self.states[table]
+        absent = {i for i, column in enumerate(shape.columns) if column in unfilled}
+        for key in keys & state.keys():
+            state[key] = tuple(None if i in absent else value for i, value in enumerate(state[key]))
 
     def _fill_defaults(self, table: str, defaults: dict[str, object]) -> None:
         """The source's rows took these columns' defaults when they were added; silver's take them with the first

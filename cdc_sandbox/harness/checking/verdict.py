@@ -181,7 +181,7 @@ def _both_live(want, got) -> bool:
 
 
 NULL_AS_DEFAULT_WHY = (
-    "why: silver holds a value where the source holds NULL ({columns}). If it is the column's DEFAULT, a converter "
+    "why: silver holds a value where NULL is expected ({columns}). If it is the column's DEFAULT, a converter "
     "or transform wrote the default for NULL (Kafka Connect's Struct.get gives a null field its schema's default, "
     "KAFKA-8713): keep `transforms.unwrap.replace.null.with.default: false` and "
     "`value.converter.ignore.default.for.nullables: true` (the sandbox's own) in the source's debezium settings")

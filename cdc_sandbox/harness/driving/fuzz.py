@@ -45,12 +45,9 @@ FUZZ_KEYS_PER_TABLE = 24
 FAILURES = (AssertionError, SandboxError, StreamingQueryException)
 # Mirrored below zero (where TICKIT has no key), away from the -1 a team's table may hold for "unknown".
 FUZZ_NEGATIVE_KEYS = 6
-# Few, one of each type `add_column` takes, and three nullable with a DEFAULT, whose explicit NULLs must stay NULL
-# (a converter that reads fields with Connect's Struct.get writes the default): the tables stop growing.
-# name -> (type, default or None)
-ADDED_COLUMNS = {"fuzz_note": ("text", None), "fuzz_amount": ("decimal", None), "fuzz_flag": ("bool", None),
-                 "fuzz_day": ("date", None), "fuzz_at": ("timestamp", None), "fuzz_count": ("int", None),
-                 "fuzz_visits": ("bigint", 0), "fuzz_label": ("text", ""), "fuzz_on": ("bool", True)}
+# Few, one of each type `add_column` takes: the tables stop growing.
+ADDED_COLUMNS = {"fuzz_note": "text", "fuzz_amount": "decimal", "fuzz_flag": "bool", "fuzz_day": "date",
+                 "fuzz_at": "timestamp", "fuzz_count": "int"}
 # The job's table settings for a whole run, drawn from its seed: the modes teams run, each a run of its own.
 JOB_MODES = ({}, {"hard_deletes": True}, {"table_type": "MERGE_ON_READ", "compaction_delta_commits": 2},
              {"table_type": "MERGE_ON_READ", "compaction_delta_commits": 2, "hard_deletes": True})
@@ -59,10 +56,13 @@ CHANGE_WEIGHTS = {"insert": 3, "update": 5, "delete": 2, "update_key": 2, "burst
 # What production does to a pipeline besides changing rows, each drawn now and then in place of a change: a TRUNCATE
 # (of tables small enough to be restored after the example), a source clock stepped back (binlog sources stamp
 # changes with it), a column widened or dropped by a migration, a registry that does not answer for one run
-# of the job, a binlog connector set back to an earlier position (a re-snapshot's old events after newer ones), and
-# a row's earlier event delivered again. (A topic's partitions are left alone: Kafka cannot take them back.)
+# of the job, a binlog connector set back to an earlier position (a re-snapshot's old events after newer ones),
+# a row's earlier event delivered again, and NULLs written into a column with a DEFAULT. (A topic's partitions are left alone: Kafka cannot take them back.)
 INCIDENT_WEIGHTS = {"truncate": 0.25, "skew": 0.3, "widen": 0.15, "drop": 0.15, "outage": 0.2, "rewind": 0.2,
-                    "redeliver": 0.3}
+                    "redeliver": 0.3, "nulls": 0.2}
+# A nullable column added with a DEFAULT, then given explicit NULLs: a converter or transform that reads fields with
+# Kafka Connect's Struct.get writes the default for them (KAFKA-8713). type -> default
+NULLABLE_DEFAULTS = {"bigint": 0, "text": "", "bool": True}
 # Incidents that deliver a key's older event after a newer one was written. On Merge-on-Read the older event lands in
 # a log file, and the readers' incremental queries return it with its old values as a change of the range: a known
 # limit of those readers, which the scenarios old-event-redelivered and connector-offsets-rewound state too.
@@ -172,8 +172,7 @@ class _Draw:
 
     def row(self, table: str, key: tuple) -> dict:
         schema = self.schemas[table]
-        columns = [*schema.columns, *self.added.get(table, {}).values()]  # an added column's NULL given explicitly
-        return self.key(table, key) | {c.name: fuzz_value(c, self.rng) for c in columns
+        return self.key(table, key) | {c.name: fuzz_value(c, self.rng) for c in schema.columns
                                        if c.name not in schema.primary_key}
 
     def free_key(self, table: str) -> tuple | None:
@@ -220,6 +219,8 @@ class _Draw:
             return [{"source_clock": SKEWED_CLOCK}, self.change(table, "update"), {"source_clock": None}]
         if kind in ("widen", "drop") and self.live[table]:
             return self.migrate(table, widen=kind == "widen")
+        if kind == "nulls" and self.live[table] and self.free_key(table) is not None:
+            return self.nulls_in_a_column_with_a_default(table)
         if kind == "outage" and not (self.continuous or paused):
             return [self.change(table, "insert"), {"registry_outage": None}, {"run": None}]
         if kind in LATE_EVENTS and self.merge_on_read:
@@ -248,6 +249,19 @@ class _Draw:
                 {"update": {"table": table, "key": key, "set": {name: INTEGER_RANGES[BIGINT][1]}}},
                 {"drop_column": {"table": table, "column": name}}]
 
+    def nulls_in_a_column_with_a_default(self, table: str) -> list[dict]:
+        """A nullable column added with a DEFAULT, a row inserted and a row updated with NULL in it, and the column
+        dropped again (the example's own, as in `migrate`): silver must keep both NULLs, and the default in the rows
+        the source gave it."""
+        logical_type = self.rng.choice(sorted(NULLABLE_DEFAULTS))
+        name, key, free = f"fuzz_default_{self.number}", self.live_key(table), self.free_key(table)
+        self.live[table].add(free)
+        return [{"add_column": {"table": table, "column": name, "type": logical_type,
+                                "default": NULLABLE_DEFAULTS[logical_type]}},
+                {"insert": {"table": table, "row": self.row(table, free) | {name: None}}},
+                {"update": {"table": table, "key": self.key(table, key), "set": {name: None}}},
+                {"drop_column": {"table": table, "column": name}}]
+
     def step(self) -> dict:
         kind = self.rng.choices(list(CHANGE_WEIGHTS), weights=list(CHANGE_WEIGHTS.values()))[0]
         table = self.rng.choice(sorted(self.sources))
@@ -267,10 +281,8 @@ class _Draw:
             missing = [name for name in ADDED_COLUMNS if name not in self.added.setdefault(table, {})]
             if missing:
                 name = self.rng.choice(missing)
-                logical_type, default = ADDED_COLUMNS[name]
-                self.added[table][name] = added_column(name, logical_type)
-                added = {"table": table, "column": name, "type": logical_type}
-                return {"add_column": added | ({} if default is None else {"default": default})}
+                self.added[table][name] = added_column(name, ADDED_COLUMNS[name])
+                return {"add_column": {"table": table, "column": name, "type": ADDED_COLUMNS[name]}}
             kind = "update"
         return self.change(table, kind)
 
