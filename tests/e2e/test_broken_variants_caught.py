@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 import pytest
 
+from cdc_sandbox import debezium_settings
 from cdc_sandbox.config import PACKAGE_DIR
 from cdc_sandbox.harness.driving import fuzz
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
+from cdc_sandbox.harness.checking.verdict import OracleMismatch
 from cdc_sandbox.harness.driving.scenario_tests import job_label
 from tests.broken_variants import ANY_COLUMN, VARIANTS, Catch, _transform_changes, expect_catch
 from tests.e2e.test_spark_cluster import CAUGHT_ON_THE_CLUSTER
@@ -108,6 +111,25 @@ def test_broken_job_is_caught(request, variant, job, sandbox, pipeline_factory, 
     with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
         scenarios.run(spec, pipeline, mutator, oracle, job=job)
     assert not (wrong := judged(caught.value)), f"{variant}: {wrong}"
+
+
+def test_a_connector_that_writes_the_default_for_null_is_caught_naming_the_column_and_why(
+        request, sandbox, pipeline_factory, mutator):
+    """The NULL scenario with the two settings a production connector often has (Debezium's
+    `replace.null.with.default`, the converter's `ignore.default.for.nullables`), as a team copies them into its
+    project file: the real connector writes the default for NULL, and the oracle names the table, key and column."""
+    spec = replace(scenarios.load(SCENARIOS / "null-in-a-column-with-a-default.yaml"),
+                   debezium=dict(debezium_settings.NULL_AS_DEFAULT))
+    job = spec.jobs[0]
+    pipeline = pipeline_factory(only=spec.tables, **scenarios.pipeline_options(spec, job))
+    oracle = Oracle(sandbox, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"), stats=RunStats())
+    with pytest.raises(OracleMismatch) as caught:
+        scenarios.run(spec, pipeline, mutator, oracle, job=job)
+    finding, message = caught.value.finding, str(caught.value)
+    assert finding.check == "snapshot" and finding.table in spec.tables, finding
+    assert finding.columns and finding.columns <= {"visits", "featured", "note", "flagged"}, finding
+    assert any(f"key {key}=9763: column " in message for key in ("catid", "dateid")), message
+    assert "why: silver holds a value where NULL is expected" in message
 
 
 FUZZ_SEED = 103  # the job's default settings; its first example updates venue and category over two batches

@@ -43,14 +43,15 @@ def late_change_archive(sandbox, mutator, tmp_path):
     bootstrap, registry = sandbox.endpoint("kafka").address, RegistryClient(sandbox.registry_api_url)
     if mutator.read_row("category", KEY) is not None:
         mutator.delete("category", KEY)
-    before = end_offsets(bootstrap, [topic])[topic]
-    mutator.insert("category", KEY | {"catgroup": "Shows", "catname": "first", "catdesc": "replayed"})
+    before = end_offsets(bootstrap, [topic])[topic]  # a delete above may land after it: recorded from the insert
+    first = mutator.insert("category", KEY | {"catgroup": "Shows", "catname": "first", "catdesc": "replayed"})
     mutator.update("category", KEY, {"catname": "second"})
     last = mutator.update("category", KEY, {"catname": "third"})
     with ChangeReader(bootstrap, topic, registry, from_offsets=before) as reader:
+        [inserted] = reader.wait_for_change(first, 60)
         [event] = reader.wait_for_change(last, 60)
     recorded_path = tmp_path / "recorded.tar.gz"
-    record(bootstrap, registry, [topic], recorded_path, Range(from_offset=before[event.partition]))
+    record(bootstrap, registry, [topic], recorded_path, Range(from_offset=inserted.offset))
     recorded = read_archive(recorded_path)
     lines = recorded.messages[topic][event.partition]
     assert len(lines) == 3, "the topic holds only the test's changes from there"
