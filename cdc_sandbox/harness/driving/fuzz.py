@@ -163,6 +163,7 @@ class _Draw:
     continuous: bool
     merge_on_read: bool = False
     number: int = 1
+    seed: int = 0  # with `number`, names the example's own columns: no other run's example adds them
     small: frozenset[str] = frozenset()  # the tables few enough rows to truncate
     live: dict[str, set[tuple]] = field(default_factory=dict)
     added: dict[str, dict[str, Column]] = field(default_factory=dict)
@@ -238,11 +239,11 @@ class _Draw:
         added again later would hold values in silver that its source rows lost."""
         key = self.key(table, self.live_key(table))
         if not widen:
-            name = f"fuzz_gone_{self.number}"
+            name = f"fuzz_gone_{self.seed}_{self.number}"
             return [{"add_column": {"table": table, "column": name, "type": "text"}},
                     {"update": {"table": table, "key": key, "set": {name: "dropped next"}}},
                     {"drop_column": {"table": table, "column": name}}]
-        name = f"fuzz_wide_{self.number}"
+        name = f"fuzz_wide_{self.seed}_{self.number}"
         return [{"add_column": {"table": table, "column": name, "type": "int"}},
                 {"update": {"table": table, "key": key, "set": {name: INTEGER_RANGES[INT][1]}}},
                 {"alter_column": {"table": table, "column": name, "type": "bigint"}},
@@ -254,7 +255,7 @@ class _Draw:
         dropped again (the example's own, as in `migrate`): silver must keep both NULLs, and the default in the rows
         the source gave it."""
         logical_type = self.rng.choice(sorted(NULLABLE_DEFAULTS))
-        name, key, free = f"fuzz_default_{self.number}", self.live_key(table), self.free_key(table)
+        name, key, free = f"fuzz_default_{self.seed}_{self.number}", self.live_key(table), self.free_key(table)
         self.live[table].add(free)
         return [{"add_column": {"table": table, "column": name, "type": logical_type,
                                 "default": NULLABLE_DEFAULTS[logical_type]}},
@@ -328,7 +329,7 @@ def draw_example(seed: int, number: int, sources: dict[str, str], schemas: dict[
     schemas = schemas or {table: get_table(table) for table in tables}
     draw = _Draw(rng, {t: sources[t] for t in tables}, {t: schemas[t] for t in tables}, continuous=rng.random() < 0.5,
                  merge_on_read=job_mode(seed).get("table_type") == "MERGE_ON_READ", number=number,
-                 small=frozenset(small))
+                 seed=seed, small=frozenset(small))
     given = {}
     for table in tables:
         keys = rng.sample(fuzz_keys(schemas[table]), k=rng.randint(1, 3))
