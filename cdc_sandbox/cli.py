@@ -233,7 +233,7 @@ def _load_project(settings: Settings) -> None:
 
 
 mutate_app = SandboxTyper(help="Change source rows; every change is journaled with its source position.",
-                         no_args_is_help=True)
+                          no_args_is_help=True)
 app.add_typer(mutate_app, name="mutate")
 
 
@@ -346,7 +346,7 @@ def _tables_table(settings: Settings) -> Table:
 
 
 job_app = SandboxTyper(help="The PySpark Hudi job: Kafka change events into bronze and silver on S3.",
-                      no_args_is_help=True)
+                       no_args_is_help=True)
 app.add_typer(job_app, name="job")
 
 
@@ -395,7 +395,7 @@ def job_run(
 
 
 scenario_app = SandboxTyper(help="Scenario files: replay a production CDC bug and check what silver must show.",
-                           no_args_is_help=True)
+                            no_args_is_help=True)
 app.add_typer(scenario_app, name="scenario")
 
 

@@ -188,7 +188,7 @@ NULL_AS_DEFAULT_WHY = (
 
 
 def nulls_filled(shape: Shape, expected: Rows, actual: Rows) -> set[str]:
-    """The columns in which a row holds a value where the source holds NULL."""
+    """The columns in which a row holds a value where NULL is expected."""
     return {column for key, want in expected.items() if _both_live(want, got := actual.get(key, ABSENT))
             for column, a, b in zip(shape.columns, want, got) if a is None and b is not None}
 
