@@ -38,6 +38,7 @@ from cdc_sandbox.schema import BYTES, DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, T
 from cdc_sandbox.spark_jobs import cdc_hudi_job, decode, images
 from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
 from cdc_sandbox.spark_jobs.job_config import TableSpec
+from cdc_sandbox.spark_jobs.lake_layout import silver_table, split_uri
 from cdc_sandbox.stack import catalog
 from cdc_sandbox.tickit_data.schema import get_table
 
@@ -84,10 +85,15 @@ def _latest_by(column: str):
     return latest_per_key
 
 
+ORDERING_FIELDS = {"order-by-timestamp": "__source_ts_ms", "order-by-kafka-offset": "_kafka_offset",
+                   "merge-by-arrival-time": "_kafka_timestamp"}  # variant -> the silver column Hudi orders by
+PRECOMBINE = "hoodie.datasource.write.precombine.field"
+
+
 def order_by_timestamp(patch: pytest.MonkeyPatch) -> None:
     """Orders changes by the source timestamp alone (as a precombine on `ts_ms` does): ties and a clock that
     steps back pick the wrong change."""
-    _with_hudi_options(patch, **{"hoodie.datasource.write.precombine.field": "__source_ts_ms"})
+    _with_hudi_options(patch, **{PRECOMBINE: ORDERING_FIELDS["order-by-timestamp"]})
     patch.setattr(cdc_hudi_job, "latest_per_key", _latest_by("__source_ts_ms"))
 
 
@@ -95,7 +101,7 @@ def order_by_kafka_offset(patch: pytest.MonkeyPatch) -> None:
     """Orders a key's changes by Kafka offset alone (as a precombine on the offset does): right while a key's
     changes share one partition, wrong once its topic gains partitions and its next change sits at a smaller offset
     in a new one."""
-    _with_hudi_options(patch, **{"hoodie.datasource.write.precombine.field": "_kafka_offset"})
+    _with_hudi_options(patch, **{PRECOMBINE: ORDERING_FIELDS["order-by-kafka-offset"]})
     patch.setattr(cdc_hudi_job, "latest_per_key", _latest_by("offset"))
 
 
@@ -103,7 +109,21 @@ def merge_by_arrival_time(patch: pytest.MonkeyPatch) -> None:
     """Lets Hudi order a key's stored and incoming versions by when Kafka received them (a precombine on the
     ingestion time, in effect merging by commit time); each batch's own reduction stays by source position. Right
     until an older change arrives after a newer one was written."""
-    _with_hudi_options(patch, **{"hoodie.datasource.write.precombine.field": "_kafka_timestamp"})
+    _with_hudi_options(patch, **{PRECOMBINE: ORDERING_FIELDS["merge-by-arrival-time"]})
+
+
+def take_over_ordering(s3, lake: str, tables: list[str], variant: str) -> None:
+    """Have silver tables the correct job wrote ordered by the variant's field from their next commit, as when a team
+    changes the ordering field of a live table. Hudi keeps that field in the table's properties and refuses a write
+    that names another, so the variant's write options alone cannot take over a lake."""
+    for table in tables:
+        bucket, prefix = split_uri(silver_table(lake, table))
+        key = f"{prefix}/.hoodie/hoodie.properties"
+        properties = s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+        changed = re.sub(r"(?m)^hoodie\.table\.precombine\.field=.*$",
+                         f"hoodie.table.precombine.field={ORDERING_FIELDS[variant]}", properties)
+        assert changed != properties, f"{key} names no ordering field"
+        s3.put_object(Bucket=bucket, Key=key, Body=changed.encode())
 
 
 def drop_deletes(patch: pytest.MonkeyPatch) -> None:
@@ -451,14 +471,17 @@ class Catch:
     """The failure a variant must cause, and no other: the check that finds it (a `verdict.Finding`'s), the table,
     and the column it names; without a column, the keys whose rows are missing, extra or held twice (or, for
     "behind", the table alone); `ANY_COLUMN` for any column or key (a bug that shows on whatever changes a topic
-    holds)."""
+    holds). With `key`, the finding must name that row too: the scenario's own, not one an earlier test left."""
 
     check: str
     table: str
     column: str | None = None
+    key: tuple | None = None
 
     def matches(self, finding) -> bool:
         if finding is None or (finding.check, finding.table) != (self.check, self.table):
+            return False
+        if self.key is not None and self.key not in finding.keys | finding.differing_keys:
             return False
         if self.column == ANY_COLUMN:
             return True
@@ -466,7 +489,7 @@ class Catch:
 
     def __str__(self) -> str:
         shown = {None: "(rows by key)", ANY_COLUMN: "(any column or key)"}.get(self.column, f"(column {self.column})")
-        return f"{self.check} of {self.table} {shown}"
+        return f"{self.check} of {self.table} {shown}" + (f" at key {', '.join(map(str, self.key))}" if self.key else "")
 
 
 def caught_as(error: BaseException, catches: tuple[Catch, ...]) -> str:

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Finding:
     """What a failed check names, so that a test can expect one failure and no other: the check (a read's,
-    `checking.verdict.READ_CHECKS`, or "types", "duplicates", "deletes", "unreadable", "behind"), the table, and the columns whose
-    values differ or the keys whose rows are missing, extra or held twice."""
+    `checking.verdict.READ_CHECKS`, or "types", "duplicates", "deletes", "unreadable", "behind"), the table, the
+    columns whose values differ and the keys of those rows, or the keys whose rows are missing, extra or held twice."""
 
     check: str
     table: str
     columns: frozenset[str] = frozenset()
     keys: frozenset[tuple] = frozenset()
+    differing_keys: frozenset[tuple] = frozenset()  # the rows whose `columns` differ
 
     def __str__(self) -> str:
         named = [f"columns {', '.join(sorted(self.columns))}"] if self.columns else []

@@ -136,6 +136,17 @@ def test_a_catch_names_the_check_the_table_and_the_column_or_the_keys():
     assert "caught as snapshot of date" in caught_as(stale, (Catch("deletes", "date", ANY_COLUMN),))
 
 
+def test_a_catch_with_a_key_needs_the_scenarios_own_row_named():
+    """A leftover of an earlier test, at another key, is not the scenario's catch."""
+    stale = OracleMismatch("...", Finding("snapshot", "date", frozenset({"day"}), differing_keys=frozenset({(9001,)})))
+    assert caught_as(stale, (Catch("snapshot", "date", "day", key=(9001,)),)) == ""
+    leftover = OracleMismatch("...", Finding("snapshot", "date", frozenset({"day"}), differing_keys=frozenset({(17,)})))
+    assert "expected snapshot of date (column day) at key 9001" in caught_as(
+        leftover, (Catch("snapshot", "date", "day", key=(9001,)),))
+    lost = OracleMismatch("...", Finding("deletes", "venue", keys=frozenset({(9601,)})))
+    assert caught_as(lost, (Catch("deletes", "venue", key=(9601,)),)) == ""
+
+
 def catch_case(name: str, outcome: str = "", caught: str | None = "snapshot of venue (columns venuename)") -> str:
     properties = [("variant", name), ("where", "primary-key-update.yaml"), ("mode", "run once, COPY_ON_WRITE"),
                   ("expected", "snapshot of venue (column venuename)")] + ([("caught_as", caught)] if caught else [])

@@ -73,7 +73,8 @@ def test_a_stale_value_is_named_by_its_column():
     with pytest.raises(OracleMismatch, match="key catid=2: column catdesc: expected 'All opera', actual 'old text'") \
             as caught:
         judge(WHERE, snapshot(), both(read([ROWS[1,], stale])), check="time travel")
-    assert caught.value.finding == Finding("time travel", "category", columns=frozenset({"catdesc"}))
+    assert caught.value.finding == Finding("time travel", "category", columns=frozenset({"catdesc"}),
+                                                differing_keys=frozenset({(2,)}))
     assert str(caught.value.finding) == "time travel of category (columns catdesc)"
 
 
@@ -84,7 +85,8 @@ def test_a_value_where_the_source_holds_null_is_named_with_why_and_how_to_keep_n
                                              r".*why: silver holds a value where NULL is expected \(catdesc\)"
                                              r".*replace\.null\.with\.default: false") as caught:
         judge(WHERE, snapshot(nulled), both(read(list(ROWS.values()))))
-    assert caught.value.finding == Finding("snapshot", "category", columns=frozenset({"catdesc"}))
+    assert caught.value.finding == Finding("snapshot", "category", columns=frozenset({"catdesc"}),
+                                           differing_keys=frozenset({(2,)}))
     with pytest.raises(OracleMismatch) as stale:
         judge(WHERE, snapshot(), both(read([ROWS[1,], (2, "Shows", "Opera", "old text")])))
     assert "why:" not in str(stale.value), "the line is only for a value where the source holds NULL"
@@ -129,7 +131,8 @@ def test_a_delete_must_leave_a_soft_deleted_row_with_the_values_it_carried():
         judge(WHERE, expected, both(read([*ROWS.values(), emptied], deleted=["false", "false", "true"],
                                          ops=["u", "u", "d"])))
     assert emptied_row.value.finding == Finding("deletes", "category", columns=frozenset({"catgroup", "catname",
-                                                                                          "catdesc"}))
+                                                                                          "catdesc"}),
+                                                differing_keys=frozenset({(3,)}))
 
 
 def test_with_hard_deletes_a_soft_deleted_row_fails():

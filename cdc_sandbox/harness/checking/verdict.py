@@ -86,7 +86,7 @@ def judge(where: str, expected: Expectation, reads: dict[str, list],
             if key not in expected.rows and key in actual and actual[key] == row:
                 shown.pop(key, None)
         actual_by_reader[name] = shown
-    problems, columns, keys = [], set(), set()
+    problems, columns, keys, differing = [], set(), set(), set()
     names = list(actual_by_reader)
     if len(names) == 2 and actual_by_reader[names[0]] != actual_by_reader[names[1]]:
         first, second = (actual_by_reader[n] for n in names)
@@ -95,15 +95,16 @@ def judge(where: str, expected: Expectation, reads: dict[str, list],
     for name, actual in actual_by_reader.items():
         if actual != expected.rows:
             problems.append(f"{name}:\n" + "\n".join(diff_rows(expected.shape, expected.rows, actual)))
-            columns, keys = columns | differing_columns(expected.shape, expected.rows, actual), \
-                keys | differing_rows(expected.rows, actual)
+            columns |= differing_columns(expected.shape, expected.rows, actual)
+            keys |= differing_rows(expected.rows, actual)
+            differing |= rows_with_differing_values(expected.rows, actual)
     filled = sorted(set().union(*(nulls_filled(expected.shape, expected.rows, actual)
                                   for actual in actual_by_reader.values())))
     if filled:
         problems.append(NULL_AS_DEFAULT_WHY.format(columns=", ".join(filled)))
     if problems:
-        raise OracleMismatch(where + "\n".join(problems),
-                             Finding(check, expected.shape.table.name, frozenset(columns), frozenset(keys)))
+        raise OracleMismatch(where + "\n".join(problems), Finding(check, expected.shape.table.name, frozenset(columns),
+                                                                 frozenset(keys), frozenset(differing)))
 
 
 def check_keys_and_types(where: str, expected: Expectation, reads: dict[str, list]) -> None:
@@ -133,7 +134,7 @@ def check_deleted_rows(where: str, expected: Expectation, reads: dict[str, list]
     hard = expected.hard_deletes
     covered = None if expected.live_only else set(expected.rows)
     deleted = {} if hard else {k: row for k, row in expected.deleted.items() if covered is None or k in covered}
-    problems, columns, keys = [], set(), set()
+    problems, columns, keys, differing = [], set(), set(), set()
     for name, batches in reads.items():
         actual = deleted_rows(expected.shape, batches)
         for key in sorted(set(deleted) | set(actual), key=repr):
@@ -144,11 +145,13 @@ def check_deleted_rows(where: str, expected: Expectation, reads: dict[str, list]
                 if lines and want is not None and got is not None and not hard:
                     columns |= {c for c, a, b in zip(expected.shape.columns, want, got[0]) if a != b}
                     columns |= {"__op"} if got[1] != op else set()
+                    differing.add(key)
                 elif lines:
                     keys.add(key)
     if problems:
         raise OracleMismatch(where + "deleted rows:\n" + "\n".join(problems[:MAX_DIFF_LINES]),
-                             Finding("deletes", expected.shape.table.name, frozenset(columns), frozenset(keys)))
+                             Finding("deletes", expected.shape.table.name, frozenset(columns), frozenset(keys),
+                                     frozenset(differing)))
 
 
 def equal_as_arrow(shape: Shape, batches, expected: Rows, expected_tables: dict) -> bool:
@@ -174,6 +177,11 @@ def differing_rows(expected: Rows, actual: Rows) -> set[tuple]:
     return {key for key in set(expected) | set(actual)
             if expected.get(key, ABSENT) != actual.get(key, ABSENT)
             and not _both_live(expected.get(key, ABSENT), actual.get(key, ABSENT))}
+
+
+def rows_with_differing_values(expected: Rows, actual: Rows) -> set[tuple]:
+    """The keys of rows both hold live, with values that differ."""
+    return {key for key, want in expected.items() if _both_live(want, got := actual.get(key, ABSENT)) and want != got}
 
 
 def _both_live(want, got) -> bool:
