@@ -30,6 +30,7 @@ from pathlib import Path
 import psutil
 import tomllib
 
+from cdc_sandbox.stack.cpu_account import SPARK_MAIN_CLASSES, CpuAccount, busy_seconds, by_cost
 from cdc_sandbox.bench.results import SPEED_LOOP, machine_speed
 from tests import PROJECT_ROOT
 
@@ -41,6 +42,7 @@ UNIT_TESTS = "tests/unit"
 PROJECTS_LANE = ["tests/e2e/test_team_project.py", "tests/e2e/test_spark_cluster.py",
                  "tests/e2e/test_moma_project.py", "tests/e2e/test_installed_package.py",
                  "tests/e2e/test_project_files.py", "tests/e2e/test_ephemeral_sandbox.py"]
+JVM_KINDS = [*SPARK_MAIN_CLASSES.values(), "other java"]
 LANE_LOCK = REPORTS / "projects-lane.lock"
 LANE_LOCK_ENV = "SANDBOX_PROJECTS_LANE_LOCK"  # tests/conftest.py waits on it before a `restarts_services` test
 UNIT_RUN = [UNIT_TESTS, "-p", "no:cacheprovider", f"--junitxml={JUNIT_FILES['unit']}",
@@ -106,32 +108,32 @@ def note_machine_speed(summary: Path, samples: list[float]) -> str:
     return line
 
 
-def busy_seconds() -> float:
-    """CPU seconds this machine's cores have spent on anything but idling, since it started."""
-    times = psutil.cpu_times()
-    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
-
-
-def note_cpu(summary: Path, busy: float, wall: float) -> str:
-    """How much of the machine the runs kept busy: the figure that says whether the suite is bound by its CPU."""
+def note_cpu(summary: Path, busy: float, wall: float, account: CpuAccount) -> str:
+    """How much of the machine the runs kept busy (the figure that says whether the suite is bound by its CPU), and
+    by which processes."""
     cores = psutil.cpu_count()
-    line = (f"machine CPU while the runs ran: {busy:,.0f} of {wall * cores:,.0f} core-seconds busy "
-            f"({busy / (wall * cores):.0%} of {cores} cores over {wall:,.0f} s)")
+    spent = account.stop()
+    started = account.started()
+    lines = [f"machine CPU while the runs ran: {busy:,.0f} of {wall * cores:,.0f} core-seconds busy "
+             f"({busy / (wall * cores):.0%} of {cores} cores over {wall:,.0f} s)",
+             f"  by process: {by_cost(spent)}; not read from a process (the kernel's, or a process that lived "
+             f"less than a second): {busy - sum(spent.values()):,.0f}",
+             f"  JVMs started: " + ", ".join(f"{name} {started[name]}" for name in JVM_KINDS if started[name])]
     with summary.open("a") as out:
-        out.write(line + "\n")
-    return line
+        out.write("\n".join(lines) + "\n")
+    return "\n".join(lines)
 
 
 def main(extra: list[str]) -> int:
     REPORTS.mkdir(exist_ok=True)
-    busy_before, started = busy_seconds(), time.monotonic()
+    busy_before, started, account = busy_seconds(), time.monotonic(), CpuAccount().start()
     lanes = not names_paths(extra)
     side = [UNIT, PROJECTS] if lanes else [UNIT]
     runs = [run.start() for run in side]
     env = lock_while(runs[1]) if lanes else None
     end_to_end = pytest([*end_to_end_run(lanes), *extra], env=env).wait()
     exits = [run.wait() for run in runs]
-    cpu = note_cpu(SUMMARY, busy_seconds() - busy_before, time.monotonic() - started)
+    cpu = note_cpu(SUMMARY, busy_seconds() - busy_before, time.monotonic() - started, account)
     for run, code in zip(side, exits):
         run.report(code)
     print(cpu)

@@ -20,6 +20,7 @@ from pathlib import Path
 import port_for
 import pytest
 
+from cdc_sandbox.stack.cpu_account import CpuAccount, by_cost, own_and_services, spent_between
 from cdc_sandbox.config import DEFAULT_PORTS, Settings
 from cdc_sandbox.harness.running.lakes_for_tests import KEPT_LAKES, SESSION_BRANCHES, finish, pipeline_on_new_lake
 from cdc_sandbox.harness.checking.oracle import RUN_STATS, Oracle
@@ -31,6 +32,9 @@ from cdc_sandbox.stack.connectors import ConnectClient
 from cdc_sandbox.stack.services.localstack import sandbox_s3
 
 STARTED = time.monotonic()
+SERVICES_OF_THIS_RUN: list[Path] = []  # the state directories of the sandboxes this run uses
+CPU = CpuAccount(ours=own_and_services(SERVICES_OF_THIS_RUN))
+TEST_COSTS: dict[str, tuple[float, float]] = {}  # test -> (core-seconds, wall seconds)
 
 
 def pytest_addoption(parser):
@@ -65,14 +69,19 @@ def pytest_configure(config):
     for mark, meaning in (("e2e", "end-to-end against the running sandbox (real services)"),
                           ("slow", "long-running end-to-end suites")):
         config.addinivalue_line("markers", f"{mark}: {meaning}")
+    CPU.start()
 
 
 @pytest.fixture(scope="session")
 def cdc_sandbox_settings(request, tmp_path_factory) -> Settings:
     """The settings of the sandbox the session uses, before it is brought up (`sandbox` gives it running)."""
     if request.config.getoption("--sandbox") == "ephemeral":
-        return ephemeral_settings(tmp_path_factory.mktemp("sandbox"))
-    return Settings.load()
+        settings = ephemeral_settings(tmp_path_factory.mktemp("sandbox"))
+    else:
+        settings = Settings.load()
+    SERVICES_OF_THIS_RUN.append(settings.state_dir)
+    CPU.scope_changed()
+    return settings
 
 
 def ephemeral_settings(state_dir: Path) -> Settings:
@@ -372,6 +381,26 @@ def pytest_collect_file(file_path: Path, parent):
     return None
 
 
+# --- where the CPU went ---------------------------------------------------------------------------------------
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Each test's core-seconds: its run's processes (the harness, Spark's drivers) and the sandbox's services."""
+    before, started = CPU.totals(), time.monotonic()
+    yield
+    TEST_COSTS[item.nodeid] = (sum(spent_between(before, CPU.totals()).values()), time.monotonic() - started)
+
+
+def cpu_lines() -> list[str]:
+    spent = CPU.totals()
+    costliest = sorted((item for item in TEST_COSTS.items() if item[1][0] >= 1), key=lambda item: -item[1][0])[:5]
+    started = CPU.started()
+    return [f"core-seconds: {sum(spent.values()):,.0f} (this run's processes and its sandbox's services, which runs "
+            f"beside it may share): {by_cost(spent)}",
+            "processes started: " + (", ".join(f"{name} {count}" for name, count in started.most_common()
+                                                if count and not name.startswith("postgres")) or "none"),
+            *(f"costliest: {test} {core:,.0f} core-s in {wall:,.0f} s" for test, (core, wall) in costliest)]
+
+
 # --- the run's summary ---------------------------------------------------------------------------------------
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if config.option.collectonly:
@@ -397,6 +426,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     slowest = sorted((r for r in stats.get("passed", []) + stats.get("failed", []) if r.when == "call"),
                      key=lambda r: r.duration, reverse=True)[:5]
     lines += [f"slowest: {r.nodeid} {r.duration:.0f} s" for r in slowest]
+    lines += cpu_lines()
     lines += [f"lake kept after a failure: {lake}" for lake in KEPT_LAKES]
     terminalreporter.write_sep("=", "sandbox summary")
     for line in lines:
