@@ -4,8 +4,10 @@ shared service run last; the machine's speed ends the summary."""
 from __future__ import annotations
 
 import fcntl
+import functools
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -14,18 +16,21 @@ from tests import PROJECT_ROOT, full_suite
 
 
 def collected(args: list[str]) -> list[str]:
-    args = [arg for arg in args if not arg.startswith("--junitxml")]  # the runs' reports are not this test's
+    return list(_collected(tuple(arg for arg in args if not arg.startswith("--junitxml"))))  # not this test's reports
+
+
+@functools.cache
+def _collected(args: tuple[str, ...]) -> tuple[str, ...]:
     result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
                             cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    return [line for line in result.stdout.splitlines() if "::" in line]
+    return tuple(line for line in result.stdout.splitlines() if "::" in line)
 
 
 def test_the_unit_projects_and_end_to_end_runs_together_collect_every_test_once():
-    everything = collected(["-m", "not smoke"])
-    unit = collected(full_suite.UNIT_RUN)
-    projects = collected(full_suite.PROJECTS_RUN)
-    end_to_end = collected(full_suite.end_to_end_run())
+    runs = [["-m", "not smoke"], full_suite.UNIT_RUN, full_suite.PROJECTS_RUN, full_suite.end_to_end_run()]
+    with ThreadPoolExecutor(len(runs)) as pool:  # each collection a pytest of its own
+        everything, unit, projects, end_to_end = pool.map(collected, runs)
     assert unit and projects and end_to_end
     assert not any(test.startswith(full_suite.UNIT_TESTS) for test in end_to_end + projects)
     assert sorted(unit + projects + end_to_end) == sorted(everything)
