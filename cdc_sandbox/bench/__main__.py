@@ -6,7 +6,13 @@
 - full TICKIT generated and bulk-loaded into empty tables of all sources (in `_bench` schemas/databases);
 - Debezium's initial snapshot of those seven tables into Kafka, by temporary connectors (rows/s);
 - the job's latency per change (`job_latency`), and `sandbox query sale` as a user runs it;
-- `sandbox record` and `sandbox replay` of 100,000 messages (`archives`).
+- `sandbox record` and `sandbox replay` of 100,000 messages (`archives`);
+- the cost of a verdict: core-seconds and wall time of a Spark session, an oracle round, a scenario in each job mode,
+  a broken variant caught and a replay (`verdict_cost`);
+- the S3 requests a commit makes, by operation, with the job's Hudi settings and with Hudi's defaults
+  (`s3_requests`).
+
+`python -m cdc_sandbox.bench SECTION...` prints some sections alone (stack, sources, cost, s3, job, query, archives).
 
 Every figure is also kept (`results`): written to `reports/bench/` as JSON and a chart, and rendered into the
 documentation's benchmarks page.
@@ -23,7 +29,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from cdc_sandbox.bench import archives, job_latency, snapshot
+from cdc_sandbox.bench import archives, job_latency, s3_requests, snapshot, verdict_cost
 from cdc_sandbox.bench.results import Results, machine, publish, write
 from cdc_sandbox.config import Settings
 from cdc_sandbox.sources import tickit
@@ -87,9 +93,7 @@ def query_seconds(table: str = "sale", runs: int = 5) -> list[float] | None:
     return sorted(times)
 
 
-def main() -> None:
-    settings = Settings.load()
-    results = Results(console.print)
+def stack_figures(settings: Settings, results: Results) -> None:
     seconds = restart_seconds(settings)
     results.add("Stack", "up.seconds", "down, then up to every service and connector ready", seconds, "s",
                 f"down, then up to all services and connectors ready: [bold]{seconds:.1f} s[/bold]")
@@ -99,6 +103,9 @@ def main() -> None:
     results.add("Stack", "disk.jars", "resolved jars on disk", jars, "MiB",
                 f"disk: state {settings.state_dir} {state:.0f} MiB; resolved jars {jvm.artifacts_dir(settings)} "
                 f"{jars:.0f} MiB")
+
+
+def source_figures(settings: Settings, results: Results) -> None:
     seconds, rows = load_seconds(settings)
     results.add("Sources", "load.seconds", f"TICKIT generated and loaded into empty tables ({rows:,} rows)", seconds,
                 "s", f"TICKIT generated and loaded into empty tables: [bold]{rows} rows in {seconds:.1f} s[/bold] "
@@ -111,7 +118,9 @@ def main() -> None:
     finally:
         snapshot.clean_up(settings)
         snapshot.drop_namespaces(settings)
-    job_latency.report(settings, results)
+
+
+def query_figures(settings: Settings, results: Results) -> None:
     times = query_seconds()
     if times is None:
         results.say("`sandbox query sale`: the sandbox's lake has no silver sale yet (`sandbox job run` writes it)")
@@ -120,7 +129,25 @@ def main() -> None:
         results.add("Reading silver", "query.sale.seconds", "`sandbox query sale`, a new process (median)", median,
                     "s", f"`sandbox query sale` (hudi-rs, a new process each): median [bold]{median:.2f} s[/bold] "
                     f"of {len(times)} ({times[0]:.2f}-{times[-1]:.2f} s)")
-    archives.report(settings, results)
+
+
+SECTIONS = {"stack": stack_figures, "sources": source_figures, "cost": verdict_cost.report,
+            "s3": s3_requests.report, "job": job_latency.report, "query": query_figures, "archives": archives.report}
+
+
+def main(chosen: list[str]) -> None:
+    """Every section, or the `chosen` ones alone (printed; the kept figures and the page are written for a whole
+    run only)."""
+    unknown = [name for name in chosen if name not in SECTIONS]
+    if unknown:
+        sys.exit(f"unknown section {', '.join(unknown)}: choose from {', '.join(SECTIONS)}")
+    settings = Settings.load()
+    results = Results(console.print)
+    for name, section in SECTIONS.items():
+        if not chosen or name in chosen:
+            section(settings, results)
+    if chosen:
+        return
     data, chart = write(results.as_json(machine(PROJECT_ROOT)))
     console.print(f"results: {data}, chart: {chart}")
     if BENCHMARKS_PAGE.parent.is_dir():  # a checkout of the sandbox, not an installed package
@@ -129,4 +156,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -51,6 +51,7 @@ class RunStats:
     incremental_ranges: int = 0
     seconds_waiting: float = 0.0
     seconds_by_reader: dict[str, float] = field(default_factory=dict)
+    rows_by_reader: dict[str, int] = field(default_factory=dict)
 
 
 RUN_STATS = RunStats()
@@ -253,6 +254,7 @@ class Oracle:
         with STATS_LOCK:
             self.stats.seconds_by_reader[reader] = self.stats.seconds_by_reader.get(reader, 0.0) + seconds
             self.stats.rows_compared += rows
+            self.stats.rows_by_reader[reader] = self.stats.rows_by_reader.get(reader, 0) + rows
 
 
 def _each_table(check, entries: list, size) -> list:

@@ -416,7 +416,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         f"incremental ranges checked: {RUN_STATS.incremental_ranges}",
         f"rows compared (per reader and check): {RUN_STATS.rows_compared:,}",
         f"seconds waiting for the pipeline: {RUN_STATS.seconds_waiting:.0f}; reading silver: "
-        + ", ".join(f"{name} {seconds:.0f}" for name, seconds in RUN_STATS.seconds_by_reader.items()),
+        + ", ".join(f"{name} {seconds:.0f} ({RUN_STATS.rows_by_reader.get(name, 0) / max(seconds, 1e-9):,.0f} rows/s)"
+                    for name, seconds in RUN_STATS.seconds_by_reader.items()),
     ]
     for branches in SESSION_BRANCHES:
         lines.append(f"test lakes branched from the baseline: {branches.branches}; the baseline caught up "
