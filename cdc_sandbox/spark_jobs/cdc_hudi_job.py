@@ -121,8 +121,9 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         "hoodie.write.set.null.for.missing.columns": "true",
     } | partition_options(spec) | index_options(config, spec)
     if config.retain_commits is None:  # keep every file version: time travel must reach every commit
-        options |= {"hoodie.clean.automatic": "false", "hoodie.keep.min.commits": "10000",
-                    "hoodie.keep.max.commits": "10001"}
+        # Nor does archiving run after each commit: it would move no commit, yet it reads the archived timeline.
+        options |= {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false",
+                    "hoodie.keep.min.commits": "10000", "hoodie.keep.max.commits": "10001"}
     else:
         options |= {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": str(config.retain_commits)}
     if config.table_type_of(spec) == "MERGE_ON_READ":
