@@ -112,6 +112,7 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
 
     from cdc_sandbox.harness.running.checkpoint import unvouched_batch
     from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
+    from cdc_sandbox.harness.running.lake_buckets import remove_lake
     from cdc_sandbox.harness.running.lakes_for_tests import new_lake
     from cdc_sandbox.spark_jobs import cdc_hudi_job
     from cdc_sandbox.spark_jobs.job_config import TableSpec
@@ -144,7 +145,7 @@ def test_kafka_data_loss_stops_the_job_unless_allowed_and_so_does_a_lake_that_lo
         assert result.returncode == 1 and f"--from-scratch --lake {allowed.lake}" in result.stderr, result.stderr
     finally:
         admin.delete_topics([topic])
-        delete_prefix(s3, lake, whole_names=False)
+        remove_lake(sandbox, lake, whole_names=False)
 
 
 def sandbox_command(env: dict[str, str], *args: str) -> tuple[int, str]:

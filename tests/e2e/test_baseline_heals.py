@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from cdc_sandbox.harness.running import lake_branch
-from cdc_sandbox.spark_jobs.lake_layout import delete_prefix, object_keys, split_uri
+from cdc_sandbox.spark_jobs.lake_layout import object_keys, split_uri
+from cdc_sandbox.harness.running.lake_buckets import remove_lake
 from cdc_sandbox.harness.running.lake_branch import LakeBranches
 from cdc_sandbox.harness.running.lakes_for_tests import new_lake
 from cdc_sandbox.harness.running.pipeline import Pipeline
@@ -45,4 +46,4 @@ def test_a_baseline_its_job_fails_on_is_rebuilt_from_the_topics(sandbox, spark, 
         oracle.verify_history()
     finally:
         for made in (baseline_lake, first, lake):
-            delete_prefix(s3, made)
+            remove_lake(sandbox, made)

@@ -1,7 +1,7 @@
 """Test lakes branched from a baseline lake, instead of each replaying every change ever written to Kafka.
 
-The baseline (`s3a://<lake bucket>/_baseline`) is the job's own lake over every table, kept by the same job with the
-same options. It catches up (the job runs on it once, processing only the changes since its last run) when it
+The baseline (`s3a://<lake bucket>-baseline/_baseline`) is the job's own lake over every table, kept by the same
+job with the same options. It catches up (the job runs on it once, processing only the changes since its last run) when it
 lags the topics by more than `CATCH_UP_LAG` events; a smaller gap the branch's own job replays for its tables only.
 A branch copies the baseline's silver tables (server-side S3 copies; the baseline cleans old file versions, so a
 copy holds little more than the latest ones) and its job starts at the Kafka offsets the baseline's checkpoint
@@ -22,6 +22,7 @@ import time
 from cdc_sandbox import kafka_clients
 from cdc_sandbox.config import Settings
 from cdc_sandbox.harness.running import sandbox_job
+from cdc_sandbox.harness.running.lake_buckets import own_bucket
 from cdc_sandbox.harness.running.checkpoint import committed_offsets
 from cdc_sandbox.harness.running.pipeline import BatchFailed, Pipeline
 from cdc_sandbox.sources.changes import close_soon, end_offsets
@@ -43,8 +44,10 @@ class LakeBranches:
     def __init__(self, settings: Settings, spark):
         self.settings = settings
         self.s3 = sandbox_s3(settings)
-        config = sandbox_job.job_config(settings, lake=f"s3a://{settings.topology.lake_bucket}/{BASELINE}",
-                                retain_commits=RETAINED_COMMITS, catalog_database="")
+        # In a bucket of its own (`lake_buckets`); a baseline an earlier version kept in the lake bucket goes.
+        delete_prefix(self.s3, f"s3a://{settings.topology.lake_bucket}/{BASELINE}")
+        config = sandbox_job.job_config(settings, lake=f"s3a://{own_bucket(settings, 'baseline')}/{BASELINE}",
+                                        retain_commits=RETAINED_COMMITS, catalog_database="")
         self.baseline = Pipeline(settings, config, spark, owns_session=False)
         self._layout_is_current = False
         self.branches = 0

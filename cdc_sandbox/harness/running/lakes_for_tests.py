@@ -4,16 +4,16 @@ the fuzzer's replays both take their lakes from here. Spark is imported only whe
 
 from __future__ import annotations
 
-import uuid
-
 from cdc_sandbox.config import Settings
+from cdc_sandbox.harness.running.lake_buckets import own_bucket, remove_lake
 
 KEPT_LAKES: list[str] = []  # lakes of failed tests, named in the run's summary
 SESSION_BRANCHES: list = []  # the session's LakeBranches, whose branches and catch-ups the summary counts
 
 
 def new_lake(settings: Settings, name: str = "test") -> str:
-    return f"s3a://{settings.topology.lake_bucket}/{name}-{uuid.uuid4().hex[:8]}"
+    """A new lake, in a bucket of its own (`lake_buckets` says why)."""
+    return f"s3a://{own_bucket(settings, name, unique=True)}/{name}"
 
 
 # Job options under which the built-in job writes the baseline's lake as it is: how it reads later changes, not how
@@ -45,12 +45,9 @@ def pipeline_on_new_lake(settings: Settings, spark, branches=None, only: list[st
 def finish(pipes: list, failed: bool) -> None:
     """Stop the pipelines; remove their lakes (and lakes named after them, such as `<lake>-mor`) unless a test
     failed, in which case they stay for a look and are named in the run's summary."""
-    from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
-    from cdc_sandbox.stack.services.localstack import sandbox_s3
-
     for pipe in pipes:
         pipe.stop()
         if failed:
             KEPT_LAKES.append(pipe.config.lake)
         else:
-            delete_prefix(sandbox_s3(pipe.settings), pipe.config.lake, whole_names=False)
+            remove_lake(pipe.settings, pipe.config.lake, whole_names=False)

@@ -22,8 +22,9 @@ from cdc_sandbox.config import LOCALHOST, PACKAGE_DIR, CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.stack import class_sharing
 from cdc_sandbox.stack.spark_home import spark_home
+from cdc_sandbox.harness.running.lake_buckets import remove_lake
 from cdc_sandbox.harness.running.checkpoint import unvouched_batch
-from cdc_sandbox.spark_jobs.lake_layout import delete_prefix, on_s3, split_uri
+from cdc_sandbox.spark_jobs.lake_layout import on_s3, split_uri
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 from cdc_sandbox.spark_jobs.session import driver_conf
 from cdc_sandbox.stack import jvm
@@ -111,8 +112,9 @@ def check_lake_holds_its_checkpoint(settings: Settings, config: JobConfig) -> No
 
 
 def delete_lake(settings: Settings, config: JobConfig) -> int:
-    """Remove every object of the lake (silver, bronze, quarantine, checkpoints); returns how many."""
-    return delete_prefix(sandbox_s3(settings), config.lake)
+    """Remove every object of the lake (silver, bronze, quarantine, checkpoints), and the bucket a test or replay
+    lake had of its own; returns how many objects went."""
+    return remove_lake(settings, config.lake)
 
 
 def write_config(settings: Settings, config: JobConfig, path: Path | None = None) -> Path:
