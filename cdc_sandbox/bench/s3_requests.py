@@ -28,8 +28,7 @@ COMMITS = 5
 # Hudi 1.0.2's defaults for the settings the job sets otherwise (cdc_hudi_job.hudi_options says why).
 HUDI_DEFAULTS = {"hoodie.metadata.enable": "true", "hoodie.embed.timeline.server": "true",
                  "hoodie.write.markers.type": "TIMELINE_SERVER_BASED", "hoodie.combine.before.upsert": "true"}
-ARCHIVING = {"hoodie.archive.automatic": "true"}  # Hudi's default; the job archives only where it cleans
-SETTINGS = {"job": {}, "job, archiving after each commit": ARCHIVING, "Hudi's defaults": HUDI_DEFAULTS | ARCHIVING}
+SETTINGS = {"job": {}, "Hudi's defaults": HUDI_DEFAULTS}
 # S3A's counters by the request each counts (others count the same requests again, or totals).
 OPERATIONS = {"object_metadata_request": "HEAD", "object_list_request": "LIST", "object_continue_list_request": "LIST",
               "action_http_get_request": "GET", "object_put_request": "PUT", "object_copy_requests": "COPY",
@@ -55,7 +54,7 @@ def report(settings: Settings, results: Results) -> None:
         table.add_row(op, *(f"{n:.1f}" for n in counts))
     Console().print(table)
     for name, counts in per_commit.items():
-        key = {"job": "job", "Hudi's defaults": "hudi_defaults"}.get(name, "job_archiving")
+        key = "job" if name == "job" else "hudi_defaults"
         results.add(SECTION, f"s3.{key}.total", f"S3 requests per commit, {name}", sum(counts.values()), "requests")
         for op, n in counts.items():
             results.add(SECTION, f"s3.{key}.{op}", f"S3 {op} per commit, {name}", n, "requests")

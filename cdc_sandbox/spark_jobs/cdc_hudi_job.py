@@ -121,9 +121,8 @@ def hudi_options(config: JobConfig, spec: TableSpec, max_position: int, batch_id
         "hoodie.write.set.null.for.missing.columns": "true",
     } | partition_options(spec) | index_options(config, spec)
     if config.retain_commits is None:  # keep every file version: time travel must reach every commit
-        # Nor does archiving run after each commit: it would move no commit, yet it reads the archived timeline.
-        options |= {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false",
-                    "hoodie.keep.min.commits": "10000", "hoodie.keep.max.commits": "10001"}
+        options |= {"hoodie.clean.automatic": "false", "hoodie.keep.min.commits": "10000",
+                    "hoodie.keep.max.commits": "10001"}
     else:
         options |= {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": str(config.retain_commits)}
     if config.table_type_of(spec) == "MERGE_ON_READ":
@@ -461,15 +460,30 @@ def register(spark: SparkSession, config: JobConfig, table: str) -> None:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {config.catalog_database}")
         if not spark.catalog.tableExists(name):
             spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{location}'")
-        elif catalog_location(spark, name).rstrip("/") != location.rstrip("/"):
-            spark.sql(f"ALTER TABLE {name} SET LOCATION '{location}'")  # the catalog entry only: no file moves
-            spark.catalog.refreshTable(name)
+        elif catalog_location(spark, config.catalog_database, table).rstrip("/") != location.rstrip("/"):
+            # The entry goes and comes back pointing here; no file moves. `ALTER TABLE ... SET LOCATION` would have
+            # Hudi read the table at its old location first, which a test lake's removed bucket no longer has.
+            catalog, identifier = _session_catalog(spark), _identifier(spark, config.catalog_database, table)
+            catalog.dropTable(identifier, True, False)
+            catalog.refreshTable(identifier)
+            spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{location}'")
     _REGISTERED.add((name, location))
 
 
-def catalog_location(spark: SparkSession, name: str) -> str:
-    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
-    return next((row["data_type"] for row in rows if row["col_name"] == "Location"), "")
+def catalog_location(spark: SparkSession, database: str, table: str) -> str:
+    """Where the session's catalog says the table is, from its entry alone: `DESCRIBE` would read the table there,
+    and a test lake's location may be gone with its bucket."""
+    entry = _session_catalog(spark).getTableMetadata(_identifier(spark, database, table))
+    return str(entry.location().toString())
+
+
+def _session_catalog(spark: SparkSession):
+    return spark._jsparkSession.sessionState().catalog()
+
+
+def _identifier(spark: SparkSession, database: str, table: str):
+    jvm = spark._jvm
+    return jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(database))
 
 
 def write_bronze(batch: DataFrame, config: JobConfig, batch_id: int) -> None:

@@ -6,7 +6,6 @@ rebuilt by the harness instead of copied."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 from cdc_sandbox.harness.running.lake_branch import layout_is_current, layout_marker
 from cdc_sandbox.spark_jobs.cdc_hudi_job import BUCKETS_KEY, hudi_options, written_with_buckets
@@ -67,12 +66,3 @@ def test_a_baseline_is_current_only_under_the_jobs_position_layout_and_bucket_co
     assert not layout_is_current(keys, f"{POSITION_LAYOUT} sale=1", CONFIG), "written with another bucket count"
     assert not layout_is_current([f"{SILVER}/{SIMPLE_BASE}"], layout_marker(CONFIG), CONFIG), "written without buckets"
 
-
-def test_a_lake_that_keeps_every_commit_neither_cleans_nor_archives_and_one_that_retains_some_does_both():
-    spec = TableSpec("t.ems.category", "category", ("catid",), "lsn")
-    config = JobConfig(kafka_bootstrap="k:9092", registry_url="http://r", lake="s3a://lake", tables=(spec,))
-    kept = hudi_options(config, spec, 1, 0)
-    assert (kept["hoodie.clean.automatic"], kept["hoodie.archive.automatic"]) == ("false", "false")
-    retained = hudi_options(replace(config, retain_commits=2), spec, 1, 0)
-    assert retained["hoodie.clean.automatic"] == "true" and "hoodie.archive.automatic" not in retained
-    assert retained["hoodie.cleaner.commits.retained"] == "2"
