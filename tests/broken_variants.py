@@ -463,15 +463,11 @@ NEEDS = {
 }
 
 
-ANY_COLUMN = "*"
-
-
 @dataclass(frozen=True)
 class Catch:
     """The failure a variant must cause, and no other: the check that finds it (a `verdict.Finding`'s), the table,
     and the column it names; without a column, the keys whose rows are missing, extra or held twice (or, for
-    "behind", the table alone); `ANY_COLUMN` for any column or key (a bug that shows on whatever changes a topic
-    holds). With `key`, the finding must name that row too: the scenario's own, not one an earlier test left."""
+    "behind", the table alone). With `key`, the finding must name that row too: the scenario's own."""
 
     check: str
     table: str
@@ -483,12 +479,10 @@ class Catch:
             return False
         if self.key is not None and self.key not in finding.keys | finding.differing_keys:
             return False
-        if self.column == ANY_COLUMN:
-            return True
         return self.column in finding.columns if self.column else bool(finding.keys) or self.check == "behind"
 
     def __str__(self) -> str:
-        shown = {None: "(rows by key)", ANY_COLUMN: "(any column or key)"}.get(self.column, f"(column {self.column})")
+        shown = "(rows by key)" if self.column is None else f"(column {self.column})"
         return f"{self.check} of {self.table} {shown}" + (f" at key {', '.join(map(str, self.key))}" if self.key else "")
 
 
