@@ -30,8 +30,8 @@ from pathlib import Path
 import psutil
 import tomllib
 
-from cdc_sandbox.stack.cpu_account import SPARK_MAIN_CLASSES, CpuAccount, busy_seconds, by_cost
 from cdc_sandbox.bench.results import SPEED_LOOP, machine_speed
+from cdc_sandbox.stack.cpu_account import SPARK_MAIN_CLASSES, CpuAccount, busy_seconds, by_cost
 from tests import PROJECT_ROOT
 
 REPORTS = PROJECT_ROOT / "reports"
@@ -118,7 +118,7 @@ def note_cpu(summary: Path, busy: float, wall: float, account: CpuAccount) -> st
              f"({busy / (wall * cores):.0%} of {cores} cores over {wall:,.0f} s)",
              f"  by process: {by_cost(spent)}; not read from a process (the kernel's, or a process that lived "
              f"less than a second): {busy - sum(spent.values()):,.0f}",
-             f"  JVMs started: " + ", ".join(f"{name} {started[name]}" for name in JVM_KINDS if started[name])]
+             "  JVMs started: " + ", ".join(f"{name} {started[name]}" for name in JVM_KINDS if started[name])]
     with summary.open("a") as out:
         out.write("\n".join(lines) + "\n")
     return "\n".join(lines)

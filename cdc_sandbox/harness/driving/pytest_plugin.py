@@ -20,7 +20,6 @@ from pathlib import Path
 import port_for
 import pytest
 
-from cdc_sandbox.stack.cpu_account import CpuAccount, by_cost, own_and_services, spent_between
 from cdc_sandbox.config import DEFAULT_PORTS, Settings
 from cdc_sandbox.harness.running.lakes_for_tests import KEPT_LAKES, SESSION_BRANCHES, finish, pipeline_on_new_lake
 from cdc_sandbox.harness.checking.oracle import RUN_STATS, Oracle
@@ -29,6 +28,7 @@ from cdc_sandbox.sources.mutations import Mutator
 from cdc_sandbox.sources.registry import RegistryClient
 from cdc_sandbox.stack import catalog, databases
 from cdc_sandbox.stack.connectors import ConnectClient
+from cdc_sandbox.stack.cpu_account import CpuAccount, by_cost, own_and_services, spent_between
 from cdc_sandbox.stack.services.localstack import sandbox_s3
 
 STARTED = time.monotonic()
