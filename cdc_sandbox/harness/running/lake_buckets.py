@@ -8,7 +8,7 @@ import re
 import uuid
 
 from cdc_sandbox.config import Settings
-from cdc_sandbox.spark_jobs.lake_layout import delete_prefix, object_keys, split_uri
+from cdc_sandbox.spark_jobs.lake_layout import delete_prefix
 from cdc_sandbox.stack.services.localstack import sandbox_s3
 
 
@@ -24,14 +24,11 @@ def own_bucket(settings: Settings, name: str, unique: bool = False) -> str:
 
 
 def remove_lake(settings: Settings, lake: str, whole_names: bool = True) -> int:
-    """Remove the lake's objects (`whole_names=False`: and those of lakes named after it, such as `<lake>-mor`), then
-    its bucket if that was its own and is now empty; returns how many objects went (none of a lake removed before)."""
+    """Remove the lake's objects (`whole_names=False`: and those of lakes named after it, such as `<lake>-mor`);
+    returns how many went (none of a lake removed before). The emptied bucket stays: a Spark session's catalog may
+    still name the lake, and Hudi reads a catalog table's location, which fails on a bucket that is gone."""
     s3 = sandbox_s3(settings)
     try:
-        removed = delete_prefix(s3, lake, whole_names=whole_names)
+        return delete_prefix(s3, lake, whole_names=whole_names)
     except s3.exceptions.NoSuchBucket:
         return 0
-    bucket, _ = split_uri(lake)
-    if bucket != settings.topology.lake_bucket and next(object_keys(s3, bucket, ""), None) is None:
-        s3.delete_bucket(Bucket=bucket)
-    return removed
