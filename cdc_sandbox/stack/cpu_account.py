@@ -19,6 +19,10 @@ import psutil
 
 from cdc_sandbox.stack.process import SERVICE_MARK
 
+# A process seen as a shell may yet `exec` what it starts (spark-submit, a service's start script): it is named again
+# at each read until it is something else.
+SHELLS = {"bash", "sh", "dash"}
+
 SPARK_MAIN_CLASSES = {  # a JVM's main class -> its kind
     "org.apache.spark.deploy.SparkSubmit": "spark driver",
     "org.apache.spark.executor.CoarseGrainedExecutorBackend": "spark executor",
@@ -135,6 +139,8 @@ class CpuAccount:
                         continue
                     self._seen[identity] = seen = _Seen(kind(process), self._at_start.get(identity, 0.0), seconds,
                                                         before_start=identity in self._at_start)
+                elif seen.kind in SHELLS:
+                    seen.kind = kind(process)
                 seen.last = max(seen.last, seconds)
 
     def _is_ours(self, process: psutil.Process) -> bool:

@@ -27,6 +27,16 @@ def test_a_child_that_burns_cpu_is_counted_under_its_kind():
     assert account.started()["python"] >= 1
 
 
+def test_a_shell_that_execs_its_program_is_counted_under_the_program():
+    """spark-submit and the services' start scripts are shells that `exec` a JVM: the same process, renamed."""
+    account = CpuAccount(interval=0.1, ours=own_and_services([])).start()
+    before = account.totals()
+    program = BURN.format(seconds=1.5).replace("\n", "; ").replace("; while", "\nwhile")
+    subprocess.run(["bash", "-c", f"sleep 0.3; exec {sys.executable} -c '{program}'"], check=True)
+    spent = spent_between(before, account.stop())
+    assert spent.get("python", 0.0) >= 1.0 and spent.get("bash", 0.0) < 0.3, spent
+
+
 def test_processes_that_are_not_ours_are_left_out():
     ours = own_and_services([])
     assert ours(psutil.Process())
