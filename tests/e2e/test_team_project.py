@@ -94,9 +94,11 @@ def _blank_owner(mutator: Mutator) -> None:
 
 
 def _delete_shipment(mutator: Mutator) -> None:
+    """A shipment deleted, its values kept under a new key (whatever earlier runs left). The copy goes in first: a
+    new key is the highest plus one, which, after the highest row's delete, would be the deleted key again."""
     row = mutator.sample_row("shipments", random.Random())
+    mutator.insert("shipments", row | mutator.new_key("shipments", random.Random()))
     mutator.delete("shipments", {"shipment_id": row["shipment_id"]})
-    mutator.insert("shipments", row | mutator.new_key("shipments", random.Random()))  # whatever earlier runs left
 
 
 def _second_one_thirty(mutator: Mutator) -> None:
