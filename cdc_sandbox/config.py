@@ -33,6 +33,7 @@ import yaml
 
 from cdc_sandbox import debezium_settings
 from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.sql_text import statements, without_client_commands
 from cdc_sandbox.tickit_data import TABLE_NAMES
 
 # What the sandbox ships (topology, connector templates, SQL, compose files, pom files, the job) sits inside its package,
@@ -242,30 +243,31 @@ def _source(path: Path, name: str, spec: dict) -> Source:
                   tables=tables, ddl=ddl, debezium=debezium)
 
 
-CREATE_TABLE = re.compile(r"\bcreate\s+(?:unlogged\s+)?table\s+(?:if\s+not\s+exists\s+)?"
+CREATE_TABLE = re.compile(r"create\s+(?:unlogged\s+)?table\s+(?:if\s+not\s+exists\s+)?"
                           r"((?:[`\"\[]?[\w$]+[`\"\]]?\s*\.\s*)?[`\"\[]?[\w$]+[`\"\]]?)", re.IGNORECASE)
+PARTITION_OF = re.compile(r"\bpartition\s+of\b", re.IGNORECASE)
 
 
 def ddl_tables(ddl: Path, spec: dict) -> list[tuple[str, str]]:
-    """(namespace, table) of each CREATE TABLE in a DDL file, in order: the tables the source captures. A name
-    without a schema lands in `public` on Postgres and in the source's database on MariaDB/MySQL."""
+    """(namespace, table) of each statement of a DDL file that creates a table, in order: the tables the source
+    captures. A name without a schema lands in `public` on Postgres and in the source's database on MariaDB/MySQL; a
+    partition is captured as its parent (the publication publishes through the root)."""
     try:
         text = ddl.read_text()
     except OSError as exc:
         raise SandboxError(f"DDL file {ddl} is unreadable: {exc.strerror}", "fix the `ddl:` path in the project file") \
             from None
     found = []
-    for match in CREATE_TABLE.finditer(_without_comments(text)):
+    for _, statement in statements(without_client_commands(text)):
+        match = CREATE_TABLE.match(statement)
+        if match is None or PARTITION_OF.search(statement):
+            continue
         parts = [part.strip().strip('`"[]') for part in match.group(1).split(".")]
         default = "public" if spec["engine"] == "postgres" else spec["database"]
         found.append((parts[0], parts[1]) if len(parts) == 2 else (default, parts[0]))
     if not found:
         raise SandboxError(f"DDL file {ddl} has no CREATE TABLE statement", "write the tables the source captures")
     return found
-
-
-def _without_comments(sql: str) -> str:
-    return re.sub(r"--[^\n]*|/\*.*?\*/", " ", sql, flags=re.DOTALL)
 
 
 def _silver_settings(path: Path, table: str, spec: dict) -> SilverSettings:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from cdc_sandbox.config import CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
-from cdc_sandbox.schema import TIMESTAMPTZ, UUID, Column, Table
+from cdc_sandbox.schema import TIMESTAMPTZ, UUID, Column, ForeignKey, Table
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.tickit_data.ddl import dialect_of, qualified, quote
 
@@ -160,7 +160,14 @@ def _postgres_table(cur, schema: str, name: str) -> Table | None:
         "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
         "WHERE i.indrelid = %s::regclass AND i.indisunique AND NOT i.indisprimary AND i.indnatts = 1",
         (f'"{schema}"."{name}"',))
-    return _with_unique(Table(name, columns, key), {row[0] for row in cur.fetchall()})
+    unique = {row[0] for row in cur.fetchall()}
+    cur.execute(
+        "SELECT a.attname, r.relname, ra.attname FROM pg_constraint c, unnest(c.conkey, c.confkey) AS k(own, other), "
+        "pg_attribute a, pg_class r, pg_attribute ra WHERE c.conrelid = %s::regclass AND c.contype = 'f' "
+        "AND a.attrelid = c.conrelid AND a.attnum = k.own AND r.oid = c.confrelid "
+        "AND ra.attrelid = c.confrelid AND ra.attnum = k.other ORDER BY c.conname, a.attnum",
+        (f'"{schema}"."{name}"',))
+    return _with_unique(Table(name, columns, key, _references(cur.fetchall())), unique)
 
 
 def _mysql_table(cur, database: str, name: str) -> Table | None:
@@ -178,7 +185,17 @@ def _mysql_table(cur, database: str, name: str) -> Table | None:
     cur.execute("SELECT MIN(COLUMN_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND "
                 "TABLE_NAME = %s AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' GROUP BY INDEX_NAME "
                 "HAVING COUNT(*) = 1", (database, name))
-    return _with_unique(Table(name, columns, key), {row[0] for row in cur.fetchall()})
+    unique = {row[0] for row in cur.fetchall()}
+    cur.execute("SELECT COLUMN_NAME, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
+                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND REFERENCED_TABLE_NAME IS NOT NULL "
+                "ORDER BY CONSTRAINT_NAME, ORDINAL_POSITION", (database, name))
+    return _with_unique(Table(name, columns, key, _references(cur.fetchall())), unique)
+
+
+def _references(rows) -> tuple[ForeignKey, ...]:
+    """A table's foreign keys, a column at a time (a composite reference gives one per column pair): the mutator
+    leaves such columns alone, and a generated row must find what they reference."""
+    return tuple(ForeignKey(column, table, referenced) for column, table, referenced in rows)
 
 
 def _with_unique(table: Table, unique: set[str]) -> Table:

@@ -12,8 +12,10 @@ from psycopg2 import sql as pgsql
 
 from cdc_sandbox.config import Settings, Source
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.stack import catalog
+from cdc_sandbox.stack import catalog, ddl_client
 from cdc_sandbox.stack.databases import connection
+from cdc_sandbox.stack.services.mariadb import create_database_and_fixtures
+from cdc_sandbox.stack.services.postgres import Postgres
 from cdc_sandbox.tickit_data.ddl import POSTGRES, dialect_of, qualified
 
 
@@ -37,24 +39,32 @@ def _run_file(settings: Settings, source: Source) -> None:
         raise SandboxError(f"{source.ddl}: tables {', '.join(sorted(present))} exist already in {source.name}, "
                            f"{', '.join(t.name for t in source.tables if t.name not in present)} do not",
                            "drop the tables that exist (or `sandbox reset`), then `sandbox up` runs the file whole")
-    dialect = dialect_of(source.engine)
-    database = source.database if dialect == POSTGRES else None
-    with connection(settings, source.name, database) as conn:
-        if dialect != POSTGRES:
-            with conn.cursor() as cur:
-                cur.execute(f"USE `{source.database}`")
-        for line, statement in statements(source.ddl.read_text()):
-            try:
-                with conn.cursor() as cur:
-                    cur.execute(statement)
-            except Exception as exc:  # the driver's error, whichever engine: reported with the file's line
-                conn.rollback()
-                _drop_created(settings, source)
-                message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise SandboxError(f"{source.ddl}, line {line}: {source.name} refused the statement: {message}",
-                                   "fix the statement; nothing of this file was kept, other tables are untouched") \
-                    from None
-        conn.commit()
+    try:
+        if source.engine == "postgres":
+            outcome = ddl_client.run_postgres(settings, source)
+        else:
+            ddl_client.run_mariadb(settings, source)
+            outcome = ddl_client.Outcome()
+    except ddl_client.Refused as refused:
+        _drop_created(settings, source)
+        where = f"{source.ddl}, line {refused.line}" if refused.line else f"{source.ddl}"
+        raise SandboxError(f"{where}: {source.name} refused the statement: {refused.message}",
+                           "fix the statement; nothing of this file was kept, other tables are untouched") from None
+    _capture_again(settings, source)
+    for role in outcome.roles_created:
+        print(f"{source.ddl}: role {role} did not exist here; created without login, to own what the file gives it")
+    for schema in outcome.schemas_taken_over:
+        print(f"{source.ddl}: schema {schema} is the file's own; the sandbox's empty one gave way to it")
+
+
+def _capture_again(settings: Settings, source: Source) -> None:
+    """What the server's set-up gave the source's schemas or database (the capture role's grants, the publication,
+    the probe table), again: the file may have created them, or dropped and created them anew."""
+    if source.engine == "postgres":
+        Postgres(settings).post_start()
+    else:
+        with connection(settings, source.name) as conn, conn.cursor() as cur:
+            create_database_and_fixtures(cur, source.database)
 
 
 def _drop_created(settings: Settings, source: Source) -> None:
@@ -95,47 +105,3 @@ def _set_replica_identity(settings: Settings, source: Source) -> None:
                 cur.execute(pgsql.SQL("ALTER TABLE {}.{} REPLICA IDENTITY " + identity).format(
                     pgsql.Identifier(table.namespace), pgsql.Identifier(table.name)))
         conn.commit()
-
-
-def statements(text: str) -> list[tuple[int, str]]:
-    """The statements of a SQL file with the line each begins on: split at semicolons outside quotes, comments and
-    Postgres dollar quoting."""
-    found, current, start, line = [], [], None, 1
-    i, quote = 0, None
-    while i < len(text):
-        char = text[i]
-        if quote is None and text.startswith("--", i):
-            end = text.find("\n", i)
-            i = len(text) if end < 0 else end
-            continue
-        if quote is None and text.startswith("/*", i):
-            end = text.find("*/", i)
-            skipped = text[i:len(text) if end < 0 else end + 2]
-            line += skipped.count("\n")
-            i += len(skipped)
-            continue
-        if quote is None and char == "$":
-            tag_end = text.find("$", i + 1)
-            tag = text[i:tag_end + 1] if tag_end > 0 else ""
-            if tag and (tag == "$$" or tag[1:-1].isidentifier()):
-                quote = tag
-        elif quote is None and char in "'\"`":
-            quote = char
-        elif quote is not None and text.startswith(quote, i) and (len(quote) > 1 or char == quote):
-            current.append(quote)
-            i += len(quote)
-            quote = None
-            continue
-        if quote is None and char == ";":
-            if "".join(current).strip():
-                found.append((start, "".join(current).strip()))
-            current, start = [], None
-        else:
-            if start is None and not char.isspace():
-                start = line
-            current.append(char)
-        line += char == "\n"
-        i += 1
-    if "".join(current).strip():
-        found.append((start, "".join(current).strip()))
-    return found

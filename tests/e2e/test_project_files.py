@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+import secrets
 import subprocess
 import sys
 import textwrap
@@ -203,3 +204,198 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
         assert [e.key for e in tombstones] == [{"id": gone}], "the delete was not followed by its tombstone"
     finally:
         finish([pipeline], failed=False)
+
+
+PG_DUMP = """\
+    --
+    -- PostgreSQL database dump
+    --
+
+    \\restrict 5kQxWl2r0yJbC9dTq1
+
+    -- Dumped from database version 17.6
+    -- Dumped by pg_dump version 17.6
+
+    SET statement_timeout = 0;
+    SET lock_timeout = 0;
+    SET client_encoding = 'UTF8';
+    SET standard_conforming_strings = on;
+    SELECT pg_catalog.set_config('search_path', '', false);
+    SET check_function_bodies = false;
+    SET client_min_messages = warning;
+    SET row_security = off;
+
+    CREATE SCHEMA dump_shop;
+
+    ALTER SCHEMA dump_shop OWNER TO shop_owner;
+
+    CREATE FUNCTION dump_shop.touch() RETURNS trigger
+        LANGUAGE plpgsql
+        AS $$
+    BEGIN
+        NEW.note := coalesce(NEW.note, 'touched; by the trigger');
+        RETURN NEW;
+    END;
+    $$;
+
+    ALTER FUNCTION dump_shop.touch() OWNER TO shop_owner;
+
+    SET default_tablespace = '';
+    SET default_table_access_method = heap;
+
+    CREATE TABLE dump_shop.customers (
+        id integer NOT NULL,
+        name character varying(40) NOT NULL
+    );
+
+    ALTER TABLE dump_shop.customers OWNER TO shop_owner;
+
+    COMMENT ON TABLE dump_shop.customers IS 'create table phantom (id integer);';
+
+    CREATE TABLE dump_shop.orders (
+        id integer NOT NULL,
+        customer_id integer NOT NULL,
+        amount numeric(10,2),
+        note text
+    );
+
+    ALTER TABLE dump_shop.orders OWNER TO shop_owner;
+
+    CREATE VIEW dump_shop.big_orders AS
+     SELECT id, amount FROM dump_shop.orders WHERE (amount > (100)::numeric);
+
+    ALTER VIEW dump_shop.big_orders OWNER TO shop_owner;
+
+    ALTER TABLE ONLY dump_shop.customers
+        ADD CONSTRAINT customers_pkey PRIMARY KEY (id);
+
+    ALTER TABLE ONLY dump_shop.orders
+        ADD CONSTRAINT orders_pkey PRIMARY KEY (id);
+
+    CREATE TRIGGER orders_touch BEFORE INSERT ON dump_shop.orders FOR EACH ROW EXECUTE FUNCTION dump_shop.touch();
+
+    ALTER TABLE ONLY dump_shop.orders
+        ADD CONSTRAINT orders_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES dump_shop.customers(id);
+
+    GRANT SELECT ON TABLE dump_shop.orders TO reporting;
+
+    --
+    -- PostgreSQL database dump complete
+    --
+
+    \\unrestrict 5kQxWl2r0yJbC9dTq1
+    """
+
+
+@pytest.mark.slow
+def test_a_pg_dump_goes_in_whole_and_its_tables_pass_the_oracle(sandbox, spark, request, tmp_path):
+    """pg_dump's output as it writes it: its \\restrict fence, SET lines, its own CREATE SCHEMA, owners and grantees
+    that do not exist here, a function, a trigger, a view, a comment whose text looks like a table, foreign keys by
+    ALTER TABLE. The file goes in, the roles are made, and capture of its two tables passes the oracle."""
+    run_id = secrets.token_hex(3)  # a database and roles of this run's own: the server's roles outlive a database
+    name, owner, reader = f"dump_pg_{run_id}", f"shop_owner_{run_id}", f"reporting_{run_id}"
+    dump = PG_DUMP.replace("shop_owner", owner).replace("reporting", reader)
+    directory = project(tmp_path / "p", name, dump, tables="tables:\n  customers: {data: {file: c.csv}}\n"
+                        "  orders: {data: {file: o.csv}}\n",
+                        files={"c.csv": "id,name\n1,Ada\n2,Grace\n", "o.csv": "id,customer_id,amount,note\n"
+                               "1,1,120.50,first\n2,2,7.25,\n"})
+    done = run(sandbox, directory, "up", "--skip-install")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert f"role {owner} did not exist here" in said and f"role {reader} did not exist here" in said, said
+    assert "schema dump_shop is the file's own" in said, said
+    settings = project_settings(sandbox, directory)
+    assert sorted(t.name for t in settings.topology.tables) == ["customers", "orders"]
+    assert (done := run(sandbox, directory, "load")).returncode == 0, done.stdout + done.stderr
+    with connection(settings, "postgres", name) as conn, conn.cursor() as cur:
+        cur.execute("SELECT note FROM dump_shop.orders WHERE id = 2")
+        assert cur.fetchone() == ("touched; by the trigger",)  # the dump's trigger fires
+        cur.execute("SELECT tablename FROM pg_publication_tables WHERE schemaname = 'dump_shop' ORDER BY 1")
+        assert {row[0] for row in cur.fetchall()} >= {"customers", "orders"}
+    pipeline = pipeline_on_new_lake(settings, spark, None)
+    try:
+        pipeline.run_once()
+        mutator = Mutator(settings)
+        oracle = Oracle(settings, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
+                        stats=RunStats())
+        oracle.track(["customers", "orders"])
+        mutator.insert("customers", {"id": 3, "name": "Edsger"})
+        mutator.insert("orders", {"id": 3, "customer_id": 3, "amount": Decimal("250.00"), "note": None})
+        mutator.update("orders", {"id": 1}, {"amount": Decimal("99.99")})
+        mutator.update_key("orders", {"id": 2}, {"id": 20})
+        mutator.delete("orders", {"id": 1})
+        oracle.round("inserts, an update, a key update and a delete on a dump's tables")
+        oracle.verify_history()
+    finally:
+        finish([pipeline], failed=False)
+
+
+MYSQLDUMP = """\
+    -- MariaDB dump 10.19  Distrib 10.11.6-MariaDB, for debian-linux-gnu (x86_64)
+    --
+    -- Host: localhost    Database: dump_maria
+    -- ------------------------------------------------------
+
+    /*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;
+    /*!40101 SET NAMES utf8mb4 */;
+    /*!40014 SET @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS, UNIQUE_CHECKS=0 */;
+    /*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0 */;
+    /*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */;
+
+    DROP TABLE IF EXISTS `film`;
+    /*!40101 SET @saved_cs_client     = @@character_set_client */;
+    /*!40101 SET character_set_client = utf8mb4 */;
+    CREATE TABLE `film` (
+      `film_id` smallint(5) unsigned NOT NULL AUTO_INCREMENT,
+      `title` varchar(128) NOT NULL,
+      `last_update` timestamp NOT NULL DEFAULT current_timestamp() ON UPDATE current_timestamp(),
+      PRIMARY KEY (`film_id`)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci;
+    /*!40101 SET character_set_client = @saved_cs_client */;
+
+    DROP TABLE IF EXISTS `film_text`;
+    CREATE TABLE `film_text` (
+      `film_id` smallint(5) unsigned NOT NULL,
+      `title` varchar(255) NOT NULL,
+      PRIMARY KEY (`film_id`)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci;
+
+    /*!50003 SET @saved_sql_mode       = @@sql_mode */ ;
+    /*!50003 SET sql_mode              = 'STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION' */ ;
+    DELIMITER ;;
+    /*!50003 CREATE*/ /*!50017 DEFINER=`root`@`localhost`*/ /*!50003 TRIGGER `ins_film` AFTER INSERT ON `film` FOR EACH ROW BEGIN
+        INSERT INTO film_text (film_id, title) VALUES (new.film_id, new.title);
+      END */;;
+    DELIMITER ;
+    /*!50003 SET sql_mode              = @saved_sql_mode */ ;
+
+    /*!50001 DROP VIEW IF EXISTS `film_list`*/;
+    /*!50001 CREATE ALGORITHM=UNDEFINED */
+    /*!50013 DEFINER=`root`@`localhost` SQL SECURITY DEFINER */
+    /*!50001 VIEW `film_list` AS select `film`.`film_id` AS `id`,`film`.`title` AS `title` from `film` */;
+
+    /*!40101 SET SQL_MODE=@OLD_SQL_MODE */;
+    /*!40014 SET FOREIGN_KEY_CHECKS=@OLD_FOREIGN_KEY_CHECKS */;
+    /*!40014 SET UNIQUE_CHECKS=@OLD_UNIQUE_CHECKS */;
+    /*!40101 SET CHARACTER_SET_CLIENT=@OLD_CHARACTER_SET_CLIENT */;
+    """
+
+
+def test_a_mysqldump_goes_in_with_its_delimiters_triggers_and_executable_comments(sandbox, tmp_path):
+    """mysqldump's output as it writes it: DELIMITER around a trigger inside executable comments, a view made by
+    them, SET lines kept as `/*!… */`. The client runs it, so the trigger exists and fires."""
+    with connection(sandbox, "mysql") as conn, conn.cursor() as cur:  # the file runs whole on each run
+        cur.execute("DROP DATABASE IF EXISTS dump_maria")
+    directory = project(tmp_path / "p", "dump_maria", MYSQLDUMP, engine="mariadb")
+    done = run(sandbox, directory, "up", "--skip-install")
+    assert done.returncode == 0, done.stdout + done.stderr
+    settings = project_settings(sandbox, directory)
+    assert sorted(t.name for t in settings.topology.tables) == ["film", "film_text"]
+    with connection(settings, "mysql", "dump_maria") as conn, conn.cursor() as cur:
+        cur.execute("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'dump_maria'")
+        assert cur.fetchall() == (("ins_film",),)
+        cur.execute("INSERT INTO film (title) VALUES ('ACADEMY DINOSAUR')")
+        cur.execute("SELECT f.title, t.title FROM film f JOIN film_text t USING (film_id)")
+        assert cur.fetchall() == (("ACADEMY DINOSAUR", "ACADEMY DINOSAUR"),)
+        cur.execute("SELECT COUNT(*) FROM film_list")
+        assert cur.fetchone() == (1,)

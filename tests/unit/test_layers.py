@@ -13,7 +13,7 @@ from cdc_sandbox.config import PACKAGE_DIR
 LAYERS = {"core": 0, "spark_jobs": 0, "tickit_data": 0, "stack": 1, "sources": 2, "harness": 3, "replay": 3, "bench": 4,
           "cli": 4}
 CORE = {"cdc_sandbox", "cdc_sandbox.config", "cdc_sandbox.debezium_settings", "cdc_sandbox.errors",
-        "cdc_sandbox.kafka_clients", "cdc_sandbox.schema", "cdc_sandbox.wait"}
+        "cdc_sandbox.kafka_clients", "cdc_sandbox.schema", "cdc_sandbox.sql_text", "cdc_sandbox.wait"}
 HARNESS_ROLES = {"findings": 0, "running": 1, "checking": 2, "driving": 3}
 
 

@@ -22,9 +22,10 @@ from cdc_sandbox.sources.mutations import random_value, same_key
 from cdc_sandbox.sources.normalize import normalize_row
 from cdc_sandbox.spark_jobs.cdc_hudi_job import hudi_options
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
+from cdc_sandbox.stack import ddl_client
 from cdc_sandbox.stack.catalog import as_carried, logical_column
 from cdc_sandbox.stack.connectors import connector_config, server_id
-from cdc_sandbox.stack.project_ddl import statements
+from cdc_sandbox.sql_text import statements
 from tests import PROJECT_ROOT
 
 EXAMPLE = PROJECT_ROOT / "examples" / "team_project"
@@ -127,6 +128,22 @@ def test_the_statement_splitter_keeps_quoted_semicolons_and_reports_each_stateme
         (2, "CREATE TABLE a (x text DEFAULT ';')"),
         (5, "CREATE FUNCTION f() RETURNS trigger AS $body$ BEGIN RETURN NULL; END; $body$ LANGUAGE plpgsql"),
         (6, "INSERT INTO a VALUES ('it''s; fine')")]
+
+
+def test_a_dumps_tables_are_its_create_table_statements_alone(tmp_path):
+    """Not a string that reads like one, not a client's command line glued to the next statement, not a partition."""
+    ddl = tmp_path / "dump.sql"
+    ddl.write_text("\\restrict abc\nCREATE TABLE shop.orders (id int PRIMARY KEY, day date) PARTITION BY RANGE (day);\n"
+                   "CREATE TABLE shop.orders_2026 PARTITION OF shop.orders FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');\n"
+                   "COMMENT ON TABLE shop.orders IS 'create table phantom (id int);';\nDELIMITER ;;\n"
+                   "CREATE TABLE IF NOT EXISTS `films` (id int PRIMARY KEY);;\n")
+    assert config.ddl_tables(ddl, {"engine": "postgres"}) == [("shop", "orders"), ("public", "films")]
+
+
+def test_psql_names_the_line_a_statement_ends_on_and_the_error_names_the_line_it_begins_on():
+    text = "\\restrict k\nCREATE TABLE a (x int);\n\nCREATE TABLE b (\n  y nosuchtype\n);\n"
+    assert ddl_client.statement_start(text, 6) == 4
+    assert ddl_client.statement_start(text, 2) == 2
 
 
 @pytest.mark.parametrize("dialect, sql_type, logical, options", [

@@ -25,7 +25,7 @@ from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.stack import declarations
 from cdc_sandbox.stack.credentials import login
 from cdc_sandbox.stack.databases import connection, open_connection
-from cdc_sandbox.stack.project_ddl import statements
+from cdc_sandbox.sql_text import statements
 from cdc_sandbox.stack.services.base import NativeService
 from cdc_sandbox.stack.services.postgres import allow_traversal
 
