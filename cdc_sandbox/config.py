@@ -246,6 +246,7 @@ def _source(path: Path, name: str, spec: dict) -> Source:
 CREATE_TABLE = re.compile(r"create\s+(?:unlogged\s+)?table\s+(?:if\s+not\s+exists\s+)?"
                           r"((?:[`\"\[]?[\w$]+[`\"\]]?\s*\.\s*)?[`\"\[]?[\w$]+[`\"\]]?)", re.IGNORECASE)
 PARTITION_OF = re.compile(r"\bpartition\s+of\b", re.IGNORECASE)
+ATTACH_PARTITION = re.compile(r"alter\s+table\s+(?:only\s+)?\S+\s+attach\s+partition\s+([`\"\w$.]+)", re.IGNORECASE)
 
 
 def ddl_tables(ddl: Path, spec: dict) -> list[tuple[str, str]]:
@@ -257,14 +258,21 @@ def ddl_tables(ddl: Path, spec: dict) -> list[tuple[str, str]]:
     except OSError as exc:
         raise SandboxError(f"DDL file {ddl} is unreadable: {exc.strerror}", "fix the `ddl:` path in the project file") \
             from None
-    found = []
+    default = "public" if spec["engine"] == "postgres" else spec["database"]
+
+    def named(name: str) -> tuple[str, str]:
+        parts = [part.strip().strip('`"[]') for part in name.split(".")]
+        return (parts[0], parts[1]) if len(parts) == 2 else (default, parts[0])
+
+    found, partitions = [], set()
     for _, statement in statements(without_client_commands(text)):
+        attached = ATTACH_PARTITION.match(statement)
+        if attached:  # pg_dump creates a partition as a table, then attaches it
+            partitions.add(named(attached.group(1)))
         match = CREATE_TABLE.match(statement)
-        if match is None or PARTITION_OF.search(statement):
-            continue
-        parts = [part.strip().strip('`"[]') for part in match.group(1).split(".")]
-        default = "public" if spec["engine"] == "postgres" else spec["database"]
-        found.append((parts[0], parts[1]) if len(parts) == 2 else (default, parts[0]))
+        if match and not PARTITION_OF.search(statement):
+            found.append(named(match.group(1)))
+    found = [table for table in found if table not in partitions]
     if not found:
         raise SandboxError(f"DDL file {ddl} has no CREATE TABLE statement", "write the tables the source captures")
     return found

@@ -15,11 +15,12 @@ import fcntl
 import json
 import os
 import random
+import re
 import threading
 import uuid
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from cdc_sandbox.config import Settings
@@ -65,6 +66,10 @@ class Change:
         return same_key(event_key, key) and position_in(self.position, event_value)
 
 
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+EPOCH_DAY = dt.date(1970, 1, 1)
+
+
 def same_key(event_key: dict | None, journaled: dict) -> bool:
     """An event's key is the journaled one: the journal keeps a decimal as text and bytes as base64."""
     if event_key is None or set(event_key) != set(journaled):
@@ -73,10 +78,17 @@ def same_key(event_key: dict | None, journaled: dict) -> bool:
 
 
 def _same_value(value, journaled) -> bool:
+    """The journal keeps a decimal as text, bytes as base64 and a date as ISO text (an event gives its days since
+    1970)."""
     if value == journaled or not isinstance(journaled, str):
         return value == journaled
+    if isinstance(value, int) and not isinstance(value, bool) and ISO_DATE.fullmatch(journaled):
+        return value == (dt.date.fromisoformat(journaled) - EPOCH_DAY).days
     if isinstance(value, (Decimal, int)) and not isinstance(value, bool):
-        return value == Decimal(journaled)
+        try:
+            return value == Decimal(journaled)
+        except InvalidOperation:
+            return False
     if isinstance(value, bytes):
         return base64.b64encode(value).decode() == journaled
     return False

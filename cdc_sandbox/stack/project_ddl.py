@@ -39,6 +39,9 @@ def _run_file(settings: Settings, source: Source) -> None:
         raise SandboxError(f"{source.ddl}: tables {', '.join(sorted(present))} exist already in {source.name}, "
                            f"{', '.join(t.name for t in source.tables if t.name not in present)} do not",
                            "drop the tables that exist (or `sandbox reset`), then `sandbox up` runs the file whole")
+    if source.engine == "sqlserver":
+        raise SandboxError(f"{source.ddl}: a DDL file runs on Postgres, MariaDB and MySQL sources, not on SQL Server",
+                           "capture the tables from a Postgres or MariaDB source, or list SQL Server's TICKIT tables")
     try:
         if source.engine == "postgres":
             outcome = ddl_client.run_postgres(settings, source)
@@ -97,11 +100,15 @@ def _check(settings: Settings, source: Source) -> None:
 
 
 def _set_replica_identity(settings: Settings, source: Source) -> None:
-    """FULL by default: deletes and updates then carry the whole old row, as MariaDB's full row images do."""
+    """FULL by default: deletes and updates then carry the whole old row, as MariaDB's full row images do. A
+    partitioned table's partitions each take it too: a row moved to another partition is decoded as a delete from
+    its old partition, which carries what that partition's own setting gives."""
     with connection(settings, source.name, source.database) as conn:
         with conn.cursor() as cur:
             for table in source.tables:
                 identity = settings.topology.silver_of(table.name).replica_identity.upper()
-                cur.execute(pgsql.SQL("ALTER TABLE {}.{} REPLICA IDENTITY " + identity).format(
-                    pgsql.Identifier(table.namespace), pgsql.Identifier(table.name)))
+                name = f'"{table.namespace}"."{table.name}"'
+                cur.execute("SELECT relid::regclass::text FROM pg_partition_tree(%s::regclass)", (name,))
+                for relation in {name, *(row[0] for row in cur.fetchall())}:  # no tree: a table alone
+                    cur.execute(f"ALTER TABLE {relation} REPLICA IDENTITY {identity}")
         conn.commit()

@@ -261,6 +261,31 @@ PG_DUMP = """\
 
     ALTER TABLE dump_shop.orders OWNER TO shop_owner;
 
+    CREATE TABLE dump_shop.deliveries (
+        id integer NOT NULL,
+        day date NOT NULL,
+        place text
+    )
+    PARTITION BY RANGE (day);
+
+    ALTER TABLE dump_shop.deliveries OWNER TO shop_owner;
+
+    CREATE TABLE dump_shop.deliveries_2025 (
+        id integer NOT NULL,
+        day date NOT NULL,
+        place text
+    );
+
+    ALTER TABLE ONLY dump_shop.deliveries ATTACH PARTITION dump_shop.deliveries_2025 FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
+
+    CREATE TABLE dump_shop.deliveries_2026 (
+        id integer NOT NULL,
+        day date NOT NULL,
+        place text
+    );
+
+    ALTER TABLE ONLY dump_shop.deliveries ATTACH PARTITION dump_shop.deliveries_2026 FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+
     CREATE VIEW dump_shop.big_orders AS
      SELECT id, amount FROM dump_shop.orders WHERE (amount > (100)::numeric);
 
@@ -271,6 +296,19 @@ PG_DUMP = """\
 
     ALTER TABLE ONLY dump_shop.orders
         ADD CONSTRAINT orders_pkey PRIMARY KEY (id);
+
+    ALTER TABLE ONLY dump_shop.deliveries
+        ADD CONSTRAINT deliveries_pkey PRIMARY KEY (id, day);
+
+    ALTER TABLE ONLY dump_shop.deliveries_2025
+        ADD CONSTRAINT deliveries_2025_pkey PRIMARY KEY (id, day);
+
+    ALTER TABLE ONLY dump_shop.deliveries_2026
+        ADD CONSTRAINT deliveries_2026_pkey PRIMARY KEY (id, day);
+
+    ALTER INDEX dump_shop.deliveries_pkey ATTACH PARTITION dump_shop.deliveries_2025_pkey;
+
+    ALTER INDEX dump_shop.deliveries_pkey ATTACH PARTITION dump_shop.deliveries_2026_pkey;
 
     CREATE TRIGGER orders_touch BEFORE INSERT ON dump_shop.orders FOR EACH ROW EXECUTE FUNCTION dump_shop.touch();
 
@@ -296,16 +334,17 @@ def test_a_pg_dump_goes_in_whole_and_its_tables_pass_the_oracle(sandbox, spark, 
     name, owner, reader = f"dump_pg_{run_id}", f"shop_owner_{run_id}", f"reporting_{run_id}"
     dump = PG_DUMP.replace("shop_owner", owner).replace("reporting", reader)
     directory = project(tmp_path / "p", name, dump, tables="tables:\n  customers: {data: {file: c.csv}}\n"
-                        "  orders: {data: {file: o.csv}}\n",
+                        "  orders: {data: {file: o.csv}}\n  deliveries: {data: {file: d.csv}}\n",
                         files={"c.csv": "id,name\n1,Ada\n2,Grace\n", "o.csv": "id,customer_id,amount,note\n"
-                               "1,1,120.50,first\n2,2,7.25,\n"})
+                               "1,1,120.50,first\n2,2,7.25,\n", "d.csv": "id,day,place\n1,2025-03-01,Oslo\n"
+                               "2,2026-05-02,Lima\n"})
     done = run(sandbox, directory, "up", "--skip-install")
     assert done.returncode == 0, done.stdout + done.stderr
     said = " ".join(done.stdout.split())
     assert f"role {owner} did not exist here" in said and f"role {reader} did not exist here" in said, said
     assert "schema dump_shop is the file's own" in said, said
     settings = project_settings(sandbox, directory)
-    assert sorted(t.name for t in settings.topology.tables) == ["customers", "orders"]
+    assert sorted(t.name for t in settings.topology.tables) == ["customers", "deliveries", "orders"]
     assert (done := run(sandbox, directory, "load")).returncode == 0, done.stdout + done.stderr
     with connection(settings, "postgres", name) as conn, conn.cursor() as cur:
         cur.execute("SELECT note FROM dump_shop.orders WHERE id = 2")
@@ -318,16 +357,29 @@ def test_a_pg_dump_goes_in_whole_and_its_tables_pass_the_oracle(sandbox, spark, 
         mutator = Mutator(settings)
         oracle = Oracle(settings, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
                         stats=RunStats())
-        oracle.track(["customers", "orders"])
+        oracle.track(["customers", "orders", "deliveries"])
         mutator.insert("customers", {"id": 3, "name": "Edsger"})
         mutator.insert("orders", {"id": 3, "customer_id": 3, "amount": Decimal("250.00"), "note": None})
         mutator.update("orders", {"id": 1}, {"amount": Decimal("99.99")})
         mutator.update_key("orders", {"id": 2}, {"id": 20})
         mutator.delete("orders", {"id": 1})
-        oracle.round("inserts, an update, a key update and a delete on a dump's tables")
+        mutator.update_key("deliveries", {"id": 1, "day": dt.date(2025, 3, 1)}, {"id": 1, "day": dt.date(2026, 3, 1)})
+        mutator.insert("deliveries", {"id": 3, "day": dt.date(2025, 7, 9), "place": "Accra"})
+        oracle.round("inserts, an update, key updates (one to another partition) and a delete on a dump's tables")
         oracle.verify_history()
     finally:
         finish([pipeline], failed=False)
+        _remove_database(sandbox, directory, name, [owner, reader])
+
+
+def _remove_database(sandbox: Settings, directory: Path, name: str, roles: list[str]) -> None:
+    """A run's own database goes afterwards, with its connector's replication slot (a server has few) and roles."""
+    stop_connectors(sandbox, directory)
+    with connection(sandbox, "postgres", "postgres") as conn, conn.cursor() as cur:
+        conn.autocommit = True
+        cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = %s", (name,))
+        cur.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        cur.execute("DROP ROLE " + ", ".join(f'"{role}"' for role in roles))
 
 
 MYSQLDUMP = """\

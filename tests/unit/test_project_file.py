@@ -136,7 +136,8 @@ def test_a_dumps_tables_are_its_create_table_statements_alone(tmp_path):
     ddl.write_text("\\restrict abc\nCREATE TABLE shop.orders (id int PRIMARY KEY, day date) PARTITION BY RANGE (day);\n"
                    "CREATE TABLE shop.orders_2026 PARTITION OF shop.orders FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');\n"
                    "COMMENT ON TABLE shop.orders IS 'create table phantom (id int);';\nDELIMITER ;;\n"
-                   "CREATE TABLE IF NOT EXISTS `films` (id int PRIMARY KEY);;\n")
+                   "CREATE TABLE IF NOT EXISTS `films` (id int PRIMARY KEY);;\nCREATE TABLE shop.orders_2027 (id int, day date);\n"
+                   "ALTER TABLE ONLY shop.orders ATTACH PARTITION shop.orders_2027 FOR VALUES FROM ('2027-01-01') TO (MAXVALUE);\n")
     assert config.ddl_tables(ddl, {"engine": "postgres"}) == [("shop", "orders"), ("public", "films")]
 
 
