@@ -295,7 +295,7 @@ class Mutator:
     def _random_insert(self, p: Placement, rng: random.Random) -> Change:
         template = self._random_row(p, rng)
         key = self.new_key(p.table.name, rng)
-        values = {c.name: _unique_value(c, key, rng) if c.unique else template[c.name] for c in p.table.columns} | key
+        values = {c.name: unique_value(c, key, rng) if c.unique else template[c.name] for c in p.table.columns} | key
         for column in self._free_columns(p, rng):
             values[column.name] = self._random_value(p, column, rng)
         return self.insert(p.table.name, values)
@@ -667,7 +667,7 @@ def random_value(column: Column, rng: random.Random):
     return _text(rng, column.max_length or 40)
 
 
-def _unique_value(column: Column, key: dict, rng: random.Random):
+def unique_value(column: Column, key: dict, rng: random.Random):
     """A value of a column with a UNIQUE constraint for a new row: text made from the row's new key, which no
     other row has (seeded draws repeat from one run to the next, and the rows of earlier runs stay)."""
     if column.type == STR and not column.labels:

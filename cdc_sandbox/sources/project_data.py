@@ -9,6 +9,7 @@ the tables loaded before it keep their rows.
 from __future__ import annotations
 
 import csv
+import graphlib
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,13 +17,14 @@ from pathlib import Path
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.sources.mutations import random_value, sql_parameter
+from cdc_sandbox.sources.mutations import random_value, sql_parameter, unique_value
 from cdc_sandbox.stack.catalog import Placement, placements
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.stack.source_tables import create_tables
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, quote
 
 DEFAULT_ROWS = 100
+DRAWS_PER_ROW = 20
 Progress = Callable[[str, int], None]
 
 
@@ -34,9 +36,11 @@ class TableLoad:
 
 
 def load(settings: Settings, progress: Progress = lambda table, n: None) -> list[TableLoad]:
+    """Each empty table filled, a referenced table before the tables that reference it."""
     create_tables(settings)
     results = []
-    for placement in placements(settings):
+    ordered = in_reference_order(placements(settings))
+    for placement in ordered:
         spec = settings.topology.silver_of(placement.table.name).data
         with table_connection(settings, placement) as conn:
             held = _count(conn, placement)
@@ -49,7 +53,8 @@ def load(settings: Settings, progress: Progress = lambda table, n: None) -> list
                 how = f"loaded from {path.name}"
             else:
                 count, seed = int(spec.get("generate", DEFAULT_ROWS)), int(spec.get("seed", 0))
-                loaded = _insert(conn, placement, generated_rows(placement, count, seed))
+                referenced = referenced_rows(conn, placement, ordered)
+                loaded = _insert(conn, placement, generated_rows(placement, count, seed, referenced))
                 how = f"generated (seed {seed})"
             progress(placement.table.name, loaded)
             results.append(TableLoad(placement.table.name, loaded, how))
@@ -62,14 +67,49 @@ def _count(conn, placement: Placement) -> int:
         return cur.fetchone()[0]
 
 
-def generated_rows(placement: Placement, count: int, seed: int) -> Iterator[dict]:
-    """`count` rows of the column types, each key once: a single integer key counts up from 1."""
+def in_reference_order(tables: list[Placement]) -> list[Placement]:
+    """The tables with each one after those it references (a cycle of references keeps the given order)."""
+    by_name = {p.table.name: p for p in tables}
+    graph = {p.table.name: {fk.references_table for fk in p.table.foreign_keys
+                            if fk.references_table in by_name and fk.references_table != p.table.name}
+             for p in tables}
+    try:
+        return [by_name[name] for name in graphlib.TopologicalSorter(graph).static_order()]
+    except graphlib.CycleError:
+        return tables
+
+
+def referenced_rows(conn, placement: Placement, tables: list[Placement]) -> dict[str, list[dict]]:
+    """For each table this one references: the referenced columns' values of its rows ({} of a table not captured,
+    whose rows the generated ones cannot know)."""
+    by_name = {p.table.name: p for p in tables}
+    wanted: dict[str, set[str]] = {}
+    for fk in placement.table.foreign_keys:
+        if fk.references_table in by_name and fk.references_table != placement.table.name:
+            wanted.setdefault(fk.references_table, set()).add(fk.references_column)
+    found = {}
+    with conn.cursor() as cur:
+        for name, columns in wanted.items():
+            names = sorted(columns)
+            listed = ", ".join(quote(placement.dialect, c) for c in names)
+            cur.execute(f"SELECT DISTINCT {listed} FROM {by_name[name].name}")
+            found[name] = [dict(zip(names, row)) for row in cur.fetchall()]
+    return found
+
+
+def generated_rows(placement: Placement, count: int, seed: int,
+                   referenced: dict[str, list[dict]] | None = None) -> Iterator[dict]:
+    """`count` rows of the column types, each key once: a single integer key counts up from 1. A column with a
+    UNIQUE constraint takes a value made from the row's key; the columns of a reference take the values of one row
+    of the referenced table (`referenced`: its rows), so a foreign key holds."""
     rng = random.Random(f"{placement.table.name}:{seed}")
     table = placement.table
     keys: set[tuple] = set()
     counting = len(table.primary_key) == 1 and table.column(table.primary_key[0]).type in ("int", "smallint",
                                                                                             "bigint")
-    while len(keys) < count:
+    for _ in range(count * DRAWS_PER_ROW):  # a key that is a reference has as many values as the referenced rows
+        if len(keys) == count:
+            return
         row = {c.name: random_value(c, rng) for c in table.columns}
         if counting:
             row[table.primary_key[0]] = len(keys) + 1
@@ -77,10 +117,27 @@ def generated_rows(placement: Placement, count: int, seed: int) -> Iterator[dict
             for name in table.primary_key:
                 while row[name] is None:
                     row[name] = random_value(table.column(name), rng)
-        key = tuple(str(row[name]) for name in table.primary_key)
-        if key not in keys:
-            keys.add(key)
+        row |= _references_of(table, referenced or {}, rng)
+        key = {name: row[name] for name in table.primary_key}
+        row |= {c.name: unique_value(c, key, rng) for c in table.columns if c.unique and c.name not in key}
+        if tuple(str(value) for value in key.values()) not in keys:
+            keys.add(tuple(str(value) for value in key.values()))
             yield row
+
+
+def _references_of(table, referenced: dict[str, list[dict]], rng: random.Random) -> dict:
+    """The reference columns' values, each referenced table's from one of its rows."""
+    values = {}
+    for name, rows in referenced.items():
+        chosen = rng.choice(rows) if rows else None
+        for fk in table.foreign_keys:
+            if fk.references_table != name:
+                continue
+            if chosen is None and not table.column(fk.column).nullable:
+                raise SandboxError(f"{table.name}.{fk.column} references {name}, which holds no rows",
+                                   f"give {name} rows (`data:` in the project file) before {table.name}")
+            values[fk.column] = None if chosen is None else chosen[fk.references_column]
+    return values
 
 
 def _insert(conn, placement: Placement, rows: Iterator[dict]) -> int:

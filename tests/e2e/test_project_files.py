@@ -451,3 +451,30 @@ def test_a_mysqldump_goes_in_with_its_delimiters_triggers_and_executable_comment
         assert cur.fetchall() == (("ACADEMY DINOSAUR", "ACADEMY DINOSAUR"),)
         cur.execute("SELECT COUNT(*) FROM film_list")
         assert cur.fetchone() == (1,)
+
+
+def test_generated_rows_keep_to_foreign_keys_and_unique_columns(sandbox, tmp_path):
+    """Tables filled in the order their references need, whatever order the file and the project list them in;
+    each reference (a composite one too) names a row that exists, and a UNIQUE column holds no value twice."""
+    with connection(sandbox, "mysql") as conn, conn.cursor() as cur:  # the file runs, and the tables fill, each run
+        cur.execute("DROP DATABASE IF EXISTS fk_maria")
+    directory = project(tmp_path / "p", "fk_maria", """\
+        CREATE TABLE shipments (id int PRIMARY KEY, order_id int NOT NULL, line int NOT NULL,
+                                tracking varchar(20) NOT NULL UNIQUE);
+        CREATE TABLE customers (id int PRIMARY KEY, email varchar(60) NOT NULL UNIQUE);
+        CREATE TABLE orders (id int PRIMARY KEY, customer_id int NOT NULL REFERENCES customers (id));
+        CREATE TABLE order_lines (order_id int NOT NULL, line int NOT NULL, sku varchar(8),
+                                  PRIMARY KEY (order_id, line), FOREIGN KEY (order_id) REFERENCES orders (id));
+        ALTER TABLE shipments ADD FOREIGN KEY (order_id, line) REFERENCES order_lines (order_id, line);
+        """, engine="mariadb", tables="tables:\n  shipments: {data: {generate: 40}}\n  customers: {data: {generate: 30}}\n"
+                                     "  orders: {data: {generate: 60}}\n  order_lines: {data: {generate: 80}}\n")
+    for command in (["up", "--skip-install"], ["load"]):
+        done = run(sandbox, directory, *command)
+        assert done.returncode == 0, done.stdout + done.stderr
+    with connection(sandbox, "mysql", "fk_maria") as conn, conn.cursor() as cur:
+        cur.execute("SELECT (SELECT COUNT(*) FROM customers), (SELECT COUNT(*) FROM orders), "
+                    "(SELECT COUNT(*) FROM order_lines), (SELECT COUNT(*) FROM shipments), "
+                    "(SELECT COUNT(DISTINCT customer_id) FROM orders), (SELECT COUNT(DISTINCT tracking) FROM shipments)")
+        customers, orders, lines, shipments, referenced, tracking = cur.fetchone()
+    assert (customers, orders, lines, shipments, tracking) == (30, 60, 80, 40, 40)
+    assert referenced > 1  # references spread over the customers, not one row for all
