@@ -8,6 +8,10 @@ are (a second `sandbox up` changes nothing), so rows already loaded are never lo
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
+
 from psycopg2 import sql as pgsql
 
 from cdc_sandbox.config import Settings, Source
@@ -34,6 +38,7 @@ def apply(settings: Settings) -> None:
 def _run_file(settings: Settings, source: Source) -> None:
     present = catalog.read_catalog(settings, source.name, list(source.tables))
     if len(present) == len(source.tables):
+        _notice_an_edit(settings, source)
         return
     if present:
         raise SandboxError(f"{source.ddl}: tables {', '.join(sorted(present))} exist already in {source.name}, "
@@ -54,10 +59,51 @@ def _run_file(settings: Settings, source: Source) -> None:
         raise SandboxError(f"{where}: {source.name} refused the statement: {refused.message}",
                            "fix the statement; nothing of this file was kept, other tables are untouched") from None
     _capture_again(settings, source)
+    _record_run(settings, source)
     for role in outcome.roles_created:
         print(f"{source.ddl}: role {role} did not exist here; created without login, to own what the file gives it")
     for schema in outcome.schemas_taken_over:
         print(f"{source.ddl}: schema {schema} is the file's own; the sandbox's empty one gave way to it")
+
+
+def _runs_record(settings: Settings) -> Path:
+    return settings.state_dir / "ddl-runs.json"
+
+
+def _record_key(source: Source) -> str:
+    return f"{source.name}/{source.database}"
+
+
+def _recorded_runs(settings: Settings) -> dict[str, str]:
+    try:
+        return json.loads(_runs_record(settings).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _record_run(settings: Settings, source: Source) -> None:
+    """The digest of the file the source's tables were created from."""
+    runs = _recorded_runs(settings) | {_record_key(source): _digest(source)}
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    _runs_record(settings).write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n")
+
+
+def _digest(source: Source) -> str:
+    return hashlib.sha256(source.ddl.read_bytes()).hexdigest()
+
+
+def _notice_an_edit(settings: Settings, source: Source) -> None:
+    """A file edited since its tables were created from it is not run again over tables that hold rows: `sandbox
+    up` says so each time, until the file is as it was or the tables are made again from it. (Tables made before
+    the sandbox kept a record take the file as it is now.)"""
+    recorded = _recorded_runs(settings).get(_record_key(source))
+    if recorded is None:
+        _record_run(settings, source)
+    elif recorded != _digest(source):
+        print(f"{source.ddl} changed since {source.name}'s tables in {source.database} were created from it; they "
+              f"keep the schema they have. To take the new file, drop the file's tables and run `sandbox up`, which "
+              f"runs it whole (their rows go; `sandbox load` fills them again); to keep the tables, put the file "
+              f"back as it was")
 
 
 def _capture_again(settings: Settings, source: Source) -> None:

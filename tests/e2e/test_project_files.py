@@ -478,3 +478,24 @@ def test_generated_rows_keep_to_foreign_keys_and_unique_columns(sandbox, tmp_pat
         customers, orders, lines, shipments, referenced, tracking = cur.fetchone()
     assert (customers, orders, lines, shipments, tracking) == (30, 60, 80, 40, 40)
     assert referenced > 1  # references spread over the customers, not one row for all
+
+
+def test_an_edited_ddl_file_is_noticed_and_its_tables_keep_their_rows(sandbox, tmp_path):
+    with connection(sandbox, "mysql") as conn, conn.cursor() as cur:  # the file runs on each run
+        cur.execute("DROP DATABASE IF EXISTS edit_maria")
+    directory = project(tmp_path / "p", "edit_maria", "CREATE TABLE notes (id int PRIMARY KEY, body text);\n",
+                        engine="mariadb", tables="tables:\n  notes: {data: {generate: 7}}\n")
+    for command in (["up", "--skip-install"], ["load"]):
+        done = run(sandbox, directory, *command)
+        assert done.returncode == 0, done.stdout + done.stderr
+    ddl = directory / "tables.sql"
+    ddl.write_text("CREATE TABLE notes (id int PRIMARY KEY, body text, author varchar(40));\n")
+    done = run(sandbox, directory, "up", "--skip-install")
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 0 and "tables.sql changed since mysql's tables in edit_maria were created" in said, said
+    with connection(sandbox, "mysql", "edit_maria") as conn, conn.cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM notes")
+        assert cur.fetchone() == (7,)
+    ddl.write_text("CREATE TABLE notes (id int PRIMARY KEY, body text);\n")
+    done = run(sandbox, directory, "up", "--skip-install")
+    assert done.returncode == 0 and "changed since" not in done.stdout, done.stdout + done.stderr
