@@ -21,11 +21,13 @@ DATE = "date"
 TIMESTAMP = "timestamp"  # a wall-clock time without zone, compared as UTC
 TIMESTAMPTZ = "timestamptz"  # an instant
 BOOL = "bool"
+FLOAT = "float"  # binary floating point, single precision (Postgres real)
+DOUBLE = "double"  # binary floating point, double precision
 JSON = "json"
 UUID = "uuid"
 BYTES = "bytes"
 LOGICAL_TYPES = frozenset({SMALLINT, INT, BIGINT, DECIMAL, NUMBER, STR, DATE, TIMESTAMP, TIMESTAMPTZ, BOOL, JSON,
-                           UUID, BYTES})
+                           UUID, BYTES, FLOAT, DOUBLE})
 
 INTEGER_RANGES = {
     SMALLINT: (-(2**15), 2**15 - 1),
@@ -47,6 +49,7 @@ class Column:
     unsigned: bool = False  # an integer column that holds no negative value (decimal(20,0) for bigint unsigned)
     sql_type: str | None = None  # the type as the source's catalog names it
     unique: bool = False  # a UNIQUE constraint of its own (besides the primary key): generated rows draw new values
+    limits: tuple[int, int] | None = None  # an integer column's range where the source type's is narrower (tinyint)
     # How the connector carries the value when its settings make it other than the type's own (so silver holds it
     # so): "string" or "double" (decimal.handling.mode), "base64"/"hex" (binary.handling.mode), "millis"
     # (time.precision.mode=connect). Empty: as the type itself.
@@ -61,6 +64,14 @@ class Column:
             raise ValueError(f"column {self.name}: precision/scale are required for decimal and only for decimal")
 
     @property
+    def value_range(self) -> tuple[int, int]:
+        """The smallest and largest value an integer column holds."""
+        if self.limits is not None:
+            return self.limits
+        low, high = INTEGER_RANGES[self.type]
+        return (0, high) if self.unsigned else (low, high)
+
+    @property
     def original_sql_type(self) -> str:
         """The type as the source declares it."""
         if self.sql_type:
@@ -72,7 +83,7 @@ class Column:
             return f"decimal({self.precision},{self.scale})"
         return {INT: "integer", SMALLINT: "smallint", BIGINT: "bigint", NUMBER: "numeric", DATE: "date",
                 TIMESTAMP: "timestamp", TIMESTAMPTZ: "timestamptz", BOOL: "boolean", JSON: "json", UUID: "uuid",
-                BYTES: "bytea"}[self.type]
+                BYTES: "bytea", FLOAT: "real", DOUBLE: "double precision"}[self.type]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from pathlib import Path
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
-from cdc_sandbox.schema import TIMESTAMP, TIMESTAMPTZ, UUID, Column
+from cdc_sandbox.schema import DOUBLE, FLOAT, TIMESTAMP, TIMESTAMPTZ, UUID, Column
+from cdc_sandbox.sources.normalize import single_precision
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
 from cdc_sandbox.stack.catalog import Placement, placements
 from cdc_sandbox.stack.databases import table_connection
@@ -628,14 +629,18 @@ def _sql_type(dialect: str, logical_type: str) -> str:
     return column_type(dialect, added_column("x", logical_type))
 
 
+FLOAT_EDGES = (0.0, -0.0, 3.4028234663852886e38, -3.4028234663852886e38, 1.401298464324817e-45)
+DOUBLE_EDGES = (0.0, -0.0, 1.7976931348623157e308, -1.7976931348623157e308, 5e-324, 0.1)
+
+
 def random_value(column: Column, rng: random.Random):
     """A value of the column's type within its limits; now and then one of its edges."""
     if column.nullable and rng.random() < 0.1:
         return None
     edge = rng.random() < 0.1
     if column.type in (INT, SMALLINT, BIGINT):
-        low, high = (0, INTEGER_RANGES[column.type][1]) if column.unsigned else INTEGER_RANGES[column.type]
-        return rng.choice([low, high, 0]) if edge else rng.randint(0, 30_000)
+        low, high = column.value_range
+        return rng.choice([low, high, max(low, 0)]) if edge else rng.randint(max(low, 0), min(high, 30_000))
     if column.type == DECIMAL:
         largest = 10 ** column.precision - 1
         low = 0 if column.unsigned else -largest
@@ -655,6 +660,10 @@ def random_value(column: Column, rng: random.Random):
         return moment.replace(tzinfo=dt.timezone.utc) if column.type == TIMESTAMPTZ else moment
     if column.type == BOOL:
         return rng.random() < 0.5
+    if column.type in (FLOAT, DOUBLE):  # finite: NaN equals nothing, itself included
+        edges = FLOAT_EDGES if column.type == FLOAT else DOUBLE_EDGES
+        value = rng.choice(edges) if edge else rng.uniform(-1e6, 1e6)
+        return single_precision(value) if column.type == FLOAT else value
     if column.type == JSON:
         return {"n": rng.randint(0, 1000), "tags": [_text(rng, 8) for _ in range(rng.randint(0, 3))],
                 "nested": {"ok": rng.random() < 0.5}}

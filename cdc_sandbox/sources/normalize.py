@@ -11,11 +11,13 @@ import binascii
 import datetime as dt
 import functools
 import json
+import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, JSON, NUMBER, TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table
+from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, JSON, NUMBER, TIMESTAMP, TIMESTAMPTZ, UUID, Column
+from cdc_sandbox.schema import Table
 
 
 def normalizer(column: Column) -> Callable[[object], object] | None:
@@ -34,7 +36,16 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
         return str
     if column.type == BYTES:
         return functools.partial(_bytes, column.carried)
+    if column.type == FLOAT:
+        return single_precision
+    if column.type == DOUBLE:
+        return float
     return None
+
+
+def single_precision(value) -> float:
+    """A real as the 32 bits that hold it (a source driver gives the shortest decimal that reads back as them)."""
+    return struct.unpack("f", struct.pack("f", float(value)))[0]
 
 
 def normalize_row(table: Table, values: Iterable) -> tuple:

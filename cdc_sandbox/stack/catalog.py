@@ -13,15 +13,16 @@ from dataclasses import dataclass, replace
 from cdc_sandbox.config import CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
-from cdc_sandbox.schema import TIMESTAMPTZ, UUID, Column, ForeignKey, Table
+from cdc_sandbox.schema import DOUBLE, FLOAT, TIMESTAMPTZ, UUID, Column, ForeignKey, Table
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.tickit_data.ddl import dialect_of, qualified, quote
 
 SUPPORTED = {
     "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, an enum type, date, "
-                "timestamp, timestamptz, boolean, json, jsonb, uuid, bytea",
-    "mysql": "tinyint(1)/boolean, smallint, int, bigint (signed or unsigned), decimal(p,s), varchar(n), char(n), "
-             "text, enum, date, datetime(p), timestamp(p), json, binary, varbinary, blob",
+                "timestamp, timestamptz, boolean, json, jsonb, uuid, bytea, real, double precision",
+    "mysql": "tinyint(1)/boolean, tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
+             "double, varchar(n), char(n), text, enum, date, datetime(p), timestamp(p), json, binary, varbinary, "
+             "blob",
 }
 MAX_PRECISION = 38
 _cache: dict[tuple, dict[str, Table]] = {}
@@ -243,7 +244,7 @@ def _postgres_type(base: str, first: int | None, second: int | None):
     if base.startswith("timestamp"):
         return (TIMESTAMPTZ if "with time zone" in base else TIMESTAMP), {}
     simple = {"smallint": SMALLINT, "integer": INT, "bigint": BIGINT, "text": STR, "date": DATE, "boolean": BOOL,
-              "json": JSON, "jsonb": JSON, "uuid": UUID, "bytea": BYTES}
+              "json": JSON, "jsonb": JSON, "uuid": UUID, "bytea": BYTES, "real": FLOAT, "double precision": DOUBLE}
     return (simple[base], {}) if base in simple else None
 
 
@@ -254,11 +255,13 @@ def _mysql_type(base: str, first: int | None, second: int | None):
         return BOOL, {}
     if base == "bigint":
         return (DECIMAL, {"precision": 20, "scale": 0, "unsigned": True}) if unsigned else (BIGINT, {})
-    integers = {"smallint": SMALLINT, "mediumint": INT, "int": INT, "integer": INT}
-    if base in integers:
-        widened = {SMALLINT: INT, INT: BIGINT}  # Debezium widens an unsigned integer to the next type
-        kind = integers[base]
-        return (widened[kind] if unsigned else kind), {"unsigned": unsigned}
+    if base == "year":  # Debezium carries a year as its number
+        return INT, {"limits": (1901, 2155)}
+    if base in MYSQL_INTEGERS:
+        # Debezium carries each integer in the smallest Kafka Connect type that holds its range
+        signed, unsigned_type, bits = MYSQL_INTEGERS[base]
+        limits = (0, 2**bits - 1) if unsigned else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+        return (unsigned_type if unsigned else signed), {"unsigned": unsigned, "limits": limits}
     if base in ("decimal", "numeric"):
         return DECIMAL, {"precision": first or 10, "scale": second or 0, "unsigned": unsigned}
     if base in ("varchar", "char"):
@@ -267,8 +270,16 @@ def _mysql_type(base: str, first: int | None, second: int | None):
         return STR, {}
     if base in ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob"):
         return BYTES, {}
-    simple = {"date": DATE, "datetime": TIMESTAMP, "timestamp": TIMESTAMPTZ, "json": JSON}
+    # MySQL's float is left out: the server shows it rounded to six digits, not the value the binlog carries
+    simple = {"date": DATE, "datetime": TIMESTAMP, "timestamp": TIMESTAMPTZ, "json": JSON, "double": DOUBLE,
+              "double precision": DOUBLE, "real": DOUBLE}
     return (simple[base], {}) if base in simple else None
+
+
+MYSQL_INTEGERS = {  # type -> (its logical type, an unsigned one's, its bits)
+    "tinyint": (SMALLINT, SMALLINT, 8), "smallint": (SMALLINT, INT, 16), "mediumint": (INT, INT, 24),
+    "int": (INT, BIGINT, 32), "integer": (INT, BIGINT, 32),
+}
 
 
 def _enum_labels(sql_type: str) -> tuple[str, ...]:

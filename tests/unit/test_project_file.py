@@ -16,7 +16,8 @@ from cdc_sandbox import config, debezium_settings
 from cdc_sandbox.config import Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.checking.silver import arrow_type
-from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DECIMAL, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ, UUID, Column
+from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
+from cdc_sandbox.schema import TIMESTAMPTZ, UUID, Column
 from cdc_sandbox.schema import Table
 from cdc_sandbox.sources.mutations import random_value, same_key
 from cdc_sandbox.sources.normalize import normalize_row
@@ -165,6 +166,14 @@ def test_psql_names_the_line_a_statement_ends_on_and_the_error_names_the_line_it
     ("mysql", "tinyint(1)", BOOL, {}),
     ("mysql", "varbinary(32)", BYTES, {}),
     ("mysql", "enum('EUR','it''s')", STR, {"labels": ("EUR", "it's")}),
+    ("postgres", "real", FLOAT, {}),
+    ("postgres", "double precision", DOUBLE, {}),
+    ("mysql", "double", DOUBLE, {}),
+    ("mysql", "tinyint(4)", SMALLINT, {"limits": (-128, 127)}),
+    ("mysql", "tinyint(3) unsigned", SMALLINT, {"limits": (0, 255)}),
+    ("mysql", "smallint(5) unsigned", INT, {"limits": (0, 65535)}),
+    ("mysql", "mediumint(8) unsigned", INT, {"limits": (0, 16777215)}),
+    ("mysql", "year(4)", INT, {"limits": (1901, 2155)}),
 ])
 def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, options):
     column = logical_column(dialect, "t", "c", sql_type, True)
@@ -172,7 +181,7 @@ def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, opti
     assert all(getattr(column, name) == value for name, value in options.items())
 
 
-@pytest.mark.parametrize("dialect, sql_type", [("postgres", "double precision"), ("postgres", "interval"),
+@pytest.mark.parametrize("dialect, sql_type", [("mysql", "float"), ("postgres", "interval"),
                                                ("mysql", "geometry"), ("mysql", "decimal(65,30)")])
 def test_a_type_the_sandbox_cannot_compare_exactly_is_refused_by_name(dialect, sql_type):
     with pytest.raises(SandboxError, match=r"t\.c has type"):
@@ -271,3 +280,18 @@ def test_the_state_lives_beside_the_project_and_tickits_never_in_an_installed_pa
     monkeypatch.setattr(config, "PACKAGE_DIR", installed)
     assert config.default_state_dir(config.TOPOLOGY_FILE, {"XDG_STATE_HOME": str(tmp_path / "state")}) == \
         tmp_path / "state" / "cdc-sandbox" / "tickit"
+
+
+@pytest.mark.parametrize("sql_type", ["tinyint(4)", "tinyint(3) unsigned", "mediumint(8) unsigned", "year(4)"])
+def test_generated_integers_keep_to_their_source_types_range(sql_type):
+    column = logical_column("mysql", "t", "c", sql_type, False)
+    low, high = column.value_range
+    drawn = {random_value(column, random.Random(seed)) for seed in range(300)}
+    assert all(low <= value <= high for value in drawn) and {low, high} <= drawn
+
+
+def test_a_real_is_compared_as_the_32_bits_that_hold_it():
+    column = logical_column("postgres", "t", "c", "real", True)
+    assert normalize_row(Table("t", (column,), ("c",)), [1.1]) == (1.100000023841858,)
+    drawn = [random_value(column, random.Random(seed)) for seed in range(50)]
+    assert all(value is None or normalize_row(Table("t", (column,), ("c",)), [value]) == (value,) for value in drawn)

@@ -89,7 +89,7 @@ def fuzz_keys(table: Table) -> list[tuple]:
     key column that loaded rows do not use (`fuzz-` text, the top of a number's range)."""
     columns = [table.column(name) for name in table.primary_key]
     if len(columns) == 1 and columns[0].type in FUZZ_KEY_BASE:
-        kind, (smallest, largest) = columns[0].type, INTEGER_RANGES[columns[0].type]
+        kind, (smallest, largest) = columns[0].type, columns[0].value_range
         above = [*range(FUZZ_KEY_BASE[kind], FUZZ_KEY_BASE[kind] + FUZZ_KEYS_PER_TABLE), largest]
         below = [] if columns[0].unsigned else [-key for key in above[:FUZZ_NEGATIVE_KEYS]] + [smallest]
         return [(key,) for key in (*above, *below)]
@@ -98,7 +98,7 @@ def fuzz_keys(table: Table) -> list[tuple]:
 
 def _key_part(column: Column, number: int):
     if column.type in INTEGER_RANGES:
-        return INTEGER_RANGES[column.type][1] - number
+        return column.value_range[1] - number
     if column.type == DECIMAL:
         return str(Decimal(10 ** (column.precision - column.scale) - 1 - number))
     if column.type == UUID:
@@ -112,8 +112,8 @@ def _key_part(column: Column, number: int):
 
 def edge_value(column: Column, rng: random.Random):
     if column.type in INTEGER_RANGES:
-        low, high = INTEGER_RANGES[column.type]
-        return rng.choice([0 if column.unsigned else low, high, 0, 1 if column.unsigned else -1])
+        low, high = column.value_range
+        return rng.choice([low, high, 0, 1 if low == 0 else -1])
     if column.type == DECIMAL and column.unsigned:
         largest = 2**64 - 1 if column.precision == 20 and column.scale == 0 else 10**column.precision - 1
         return rng.choice([Decimal(largest).scaleb(-column.scale), Decimal(0)])
