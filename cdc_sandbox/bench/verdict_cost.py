@@ -22,9 +22,10 @@ from cdc_sandbox.harness.running.lake_branch import LakeBranches
 from cdc_sandbox.harness.running.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.harness.running.pipeline import spark_for
 from cdc_sandbox.sources.mutations import Mutator
+from cdc_sandbox.tickit_data import TABLE_NAMES
 
 SECTION = "Cost of a verdict"
-ALL_TABLES = ["category", "venue", "date", "user", "event", "listing", "sale"]
+ALL_TABLES = list(TABLE_NAMES)
 SCENARIO = PACKAGE_DIR / "fixtures" / "scenarios" / "delete-then-reinsert.yaml"
 JOB_MODES = [{"continuous": continuous, "table_type": table_type}
              | ({"compaction_delta_commits": 2} if table_type == "MERGE_ON_READ" else {})

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from cdc_sandbox.tickit_data import TABLE_NAMES
+
 pytestmark = [pytest.mark.e2e, pytest.mark.smoke]
 
-ALL_TABLES = ["category", "venue", "date", "user", "event", "listing", "sale"]
+ALL_TABLES = list(TABLE_NAMES)
 
 
 def test_a_round_on_every_table_reaches_silver_exactly(oracle, mutator):
