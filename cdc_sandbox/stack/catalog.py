@@ -143,11 +143,15 @@ def _postgres_table(cur, schema: str, name: str) -> Table | None:
     (oid,) = cur.fetchone()
     if oid is None:
         return None
+    # A domain's column is its base type, as Debezium carries it; NOT NULL on the domain holds for the column too.
     cur.execute(
-        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, "
-        "       CASE WHEN t.typtype = 'e' THEN (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder) "
-        "                                       FROM pg_enum e WHERE e.enumtypid = t.oid) END "
+        "SELECT a.attname, CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod) "
+        "                       ELSE format_type(a.atttypid, a.atttypmod) END, "
+        "       NOT a.attnotnull AND NOT (t.typtype = 'd' AND t.typnotnull), "
+        "       CASE WHEN r.typtype = 'e' THEN (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder) "
+        "                                       FROM pg_enum e WHERE e.enumtypid = r.oid) END "
         "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+        "JOIN pg_type r ON r.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END "
         "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
         (f'"{schema}"."{name}"',))
     columns = tuple(logical_column("postgres", name, column, sql_type, nullable, tuple(labels or ()))

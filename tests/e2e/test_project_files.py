@@ -240,6 +240,17 @@ PG_DUMP = """\
 
     ALTER FUNCTION dump_shop.touch() OWNER TO shop_owner;
 
+    CREATE DOMAIN dump_shop.sku AS character varying(12) NOT NULL;
+
+    ALTER DOMAIN dump_shop.sku OWNER TO shop_owner;
+
+    CREATE TYPE dump_shop.order_state AS ENUM (
+        'open',
+        'shipped'
+    );
+
+    ALTER TYPE dump_shop.order_state OWNER TO shop_owner;
+
     SET default_tablespace = '';
     SET default_table_access_method = heap;
 
@@ -258,7 +269,9 @@ PG_DUMP = """\
         amount numeric(10,2),
         note text,
         weight real,
-        score double precision
+        score double precision,
+        sku dump_shop.sku DEFAULT 'none'::character varying,
+        state dump_shop.order_state DEFAULT 'open'::dump_shop.order_state
     );
 
     ALTER TABLE dump_shop.orders OWNER TO shop_owner;
@@ -362,7 +375,7 @@ def test_a_pg_dump_goes_in_whole_and_its_tables_pass_the_oracle(sandbox, spark, 
         oracle.track(["customers", "orders", "deliveries"])
         mutator.insert("customers", {"id": 3, "name": "Edsger"})
         mutator.insert("orders", {"id": 3, "customer_id": 3, "amount": Decimal("250.00"), "note": None,
-                                  "weight": 0.3, "score": 1 / 3})
+                                  "weight": 0.3, "score": 1 / 3, "sku": "A-12", "state": "shipped"})
         mutator.update("orders", {"id": 1}, {"amount": Decimal("99.99"), "weight": 1e-45, "score": 5e-324})
         mutator.update_key("orders", {"id": 2}, {"id": 20})
         mutator.delete("orders", {"id": 1})
@@ -447,17 +460,16 @@ def test_a_mysqldump_goes_in_with_its_delimiters_triggers_and_executable_comment
     """mysqldump's output as it writes it: DELIMITER around a trigger inside executable comments, a view made by
     them, SET lines kept as `/*!… */`. The client runs it, so the trigger exists and fires; the film table's year,
     tinyint, unsigned and double columns pass the oracle."""
-    with connection(sandbox, "mysql") as conn, conn.cursor() as cur:  # the file runs whole on each run
-        cur.execute("DROP DATABASE IF EXISTS dump_maria")
-    directory = project(tmp_path / "p", "dump_maria", MYSQLDUMP, engine="mariadb",
+    name = f"dump_maria_{secrets.token_hex(3)}"  # topics of this run's own: a dropped database leaves its rows there
+    directory = project(tmp_path / "p", name, MYSQLDUMP, engine="mariadb",
                         tables="tables:\n  film: {data: {generate: 20, seed: 4}}\n")
     for command in (["up", "--skip-install"], ["load"]):
         done = run(sandbox, directory, *command)
         assert done.returncode == 0, done.stdout + done.stderr
     settings = project_settings(sandbox, directory)
     assert sorted(t.name for t in settings.topology.tables) == ["film", "film_text"]
-    with connection(settings, "mysql", "dump_maria") as conn, conn.cursor() as cur:
-        cur.execute("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'dump_maria'")
+    with connection(settings, "mysql", name) as conn, conn.cursor() as cur:
+        cur.execute("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = %s", (name,))
         assert cur.fetchall() == (("ins_film",),)
         cur.execute("SELECT COUNT(*) FROM film f JOIN film_text t ON t.film_id = f.film_id AND t.title = f.title")
         assert cur.fetchone() == (20,)  # the trigger copied each film as it was loaded
@@ -479,6 +491,9 @@ def test_a_mysqldump_goes_in_with_its_delimiters_triggers_and_executable_comment
         oracle.verify_history()
     finally:
         finish([pipeline], failed=False)
+        stop_connectors(sandbox, directory)
+        with connection(sandbox, "mysql") as conn, conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE `{name}`")
 
 
 def test_generated_rows_keep_to_foreign_keys_and_unique_columns(sandbox, tmp_path):
