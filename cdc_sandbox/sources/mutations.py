@@ -25,7 +25,7 @@ from pathlib import Path
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
+from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR
 from cdc_sandbox.schema import DOUBLE, FLOAT, TIMESTAMP, TIMESTAMPTZ, UUID, Column
 from cdc_sandbox.sources.normalize import single_precision
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range

@@ -12,8 +12,6 @@ import hashlib
 import json
 from pathlib import Path
 
-from psycopg2 import sql as pgsql
-
 from cdc_sandbox.config import Settings, Source
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.stack import catalog, ddl_client
