@@ -19,9 +19,9 @@ import psutil
 
 from cdc_sandbox.stack.process import SERVICE_MARK
 
-# A process seen as a shell may yet `exec` what it starts (spark-submit, a service's start script): it is named again
-# at each read until it is something else.
-SHELLS = {"bash", "sh", "dash"}
+# A process seen as a shell or as `env` may yet `exec` what it starts (spark-submit, a service's start script): it is
+# named again at each read until it is something else.
+LAUNCHERS = {"bash", "sh", "dash", "env"}
 
 SPARK_MAIN_CLASSES = {  # a JVM's main class -> its kind
     "org.apache.spark.deploy.SparkSubmit": "spark driver",
@@ -139,7 +139,7 @@ class CpuAccount:
                         continue
                     self._seen[identity] = seen = _Seen(kind(process), self._at_start.get(identity, 0.0), seconds,
                                                         before_start=identity in self._at_start)
-                elif seen.kind in SHELLS:
+                elif seen.kind in LAUNCHERS:
                     seen.kind = kind(process)
                 seen.last = max(seen.last, seconds)
 
