@@ -96,6 +96,7 @@ def up(skip_install: bool = typer.Option(False, help="Do not check or install pa
         with console.status("working…"):
             backends.of(settings).up(settings, _report, skip_install=skip_install)
             settings.record_backend()
+            settings = settings.with_ddl_runs()  # the tables the DDL files made
     except SandboxError as exc:
         _fail(exc)
     console.print(f"ready in {time.monotonic() - started:.1f} s")

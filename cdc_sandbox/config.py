@@ -21,6 +21,8 @@ its declared stand-in (Postgres). On compose they live in the SQL Server contain
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -107,6 +109,7 @@ class Source:
     stand_in_for: tuple[str, ...] = ()  # sources whose tables this one holds
     ddl: Path | None = None  # the project's CREATE TABLE statements (TICKIT's tables come from tickit_data)
     debezium: dict = field(default_factory=dict, hash=False)  # settings merged into the generated connector config
+    left_out: tuple[tuple[str, str], ...] = ()  # (namespace, table) its DDL made that capture leaves out (`DdlRun`)
 
     @property
     def namespaces(self) -> list[str]:
@@ -182,17 +185,65 @@ def default_state_dir(project: Path, env: dict[str, str]) -> Path:
     return Path(env.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "cdc-sandbox" / "tickit"
 
 
+@dataclass(frozen=True)
+class DdlRun:
+    """What a source's catalog held after its DDL file ran: the file's digest (an edited file is noticed by it),
+    each table (namespace, name) in the order the file created them, and the tables left out of capture, each with
+    why (a column of a type the sandbox cannot compare)."""
+
+    digest: str
+    tables: tuple[tuple[str, str], ...] = ()
+    left_out: tuple[tuple[str, str, str], ...] = ()  # (namespace, name, why)
+
+
+def ddl_run_key(source: str, database: str) -> str:
+    return f"{source}/{database}"
+
+
+def file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise SandboxError(f"DDL file {path} is unreadable: {exc.strerror}", "fix the `ddl:` path in the project file") \
+            from None
+
+
+def ddl_runs_file(state_dir: Path) -> Path:
+    return state_dir / "ddl-runs.json"
+
+
+def read_ddl_runs(state_dir: Path) -> dict[str, DdlRun]:
+    """Each source's last DDL run (`ddl_run_key`); a record from before tables were kept holds a digest alone."""
+    try:
+        raw = json.loads(ddl_runs_file(state_dir).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {key: DdlRun(value) if isinstance(value, str) else
+            DdlRun(value["digest"], tuple(tuple(t) for t in value["tables"]),
+                   tuple(tuple(t) for t in value.get("left_out", ())))
+            for key, value in raw.items()}
+
+
+def record_ddl_run(state_dir: Path, key: str, run: DdlRun) -> None:
+    runs = {name: dataclasses.asdict(recorded) for name, recorded in read_ddl_runs(state_dir).items()}
+    runs[key] = dataclasses.asdict(run)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    ddl_runs_file(state_dir).write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n")
+
+
 def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
-                  engines: dict[str, str] | None = None) -> Topology:
+                  engines: dict[str, str] | None = None, ddl_runs: dict[str, DdlRun] | None = None) -> Topology:
     """Read the topology; sources not in `available` hand their tables to their declared stand-in.
 
-    `engines` replaces the engine of some sources (compose runs MySQL 8 where the native backend runs MariaDB).
+    `engines` replaces the engine of some sources (compose runs MySQL 8 where the native backend runs MariaDB);
+    `ddl_runs` (`read_ddl_runs`) gives a source whose DDL file ran the tables its catalog then held.
     """
     try:
         raw = yaml.safe_load(path.read_text())
         specs = raw["sources"]
         sources = {name: _source(path, name, spec | {"engine": (engines or {}).get(name, spec["engine"])})
                    for name, spec in specs.items()}
+        sources = _as_ran(sources, ddl_runs or {})
         if not any(source.ddl for source in sources.values()):
             _check_placement(path, sources)
         declared = {name: source.database for name, source in sources.items()}
@@ -200,7 +251,7 @@ def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
             if available is not None and name not in available:
                 sources = _hand_over(path, sources, name, spec.get("stand_in"))
         silver = {name: _silver_settings(path, name, spec or {}) for name, spec in (raw.get("tables") or {}).items()}
-        _check_silver_tables(path, sources, silver)
+        _check_silver_tables(path, sources, silver, ddl_runs or {})
         return Topology(raw["topic_prefix"], raw["lake_bucket"], raw.get("probe_table", "cdc_probe"), sources,
                         file=path, silver=silver, declared_databases=declared,
                         catalog_database=raw.get("catalog_database", f"{raw['topic_prefix']}_cdc_hudi"))
@@ -210,6 +261,24 @@ def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
             "each source needs engine, database, connector and either its tables by namespace (TICKIT) or `ddl`, a "
             "file of CREATE TABLE statements; see cdc_sandbox/fixtures/topology.yaml and examples/team_project/cdc-sandbox.yaml",
         ) from exc
+
+
+def _as_ran(sources: dict[str, Source], ddl_runs: dict[str, DdlRun]) -> dict[str, Source]:
+    """Each source whose DDL file ran as it is now with the tables its catalog then held."""
+    result = {}
+    for name, source in sources.items():
+        ran = _run_of(source, ddl_runs)
+        if ran is not None:
+            source = replace(source, tables=tuple(CapturedTable(name, namespace, table) for namespace, table in ran.tables),
+                             left_out=tuple((namespace, table) for namespace, table, _ in ran.left_out))
+        result[name] = source
+    return result
+
+
+def _run_of(source: Source, ddl_runs: dict[str, DdlRun]) -> DdlRun | None:
+    """The record of the source's DDL file's run, if the file ran as it is now."""
+    ran = ddl_runs.get(ddl_run_key(source.name, source.database)) if source.ddl else None
+    return ran if ran is not None and ran.tables and ran.digest == file_digest(source.ddl) else None
 
 
 def _check_placement(path: Path, sources: dict[str, Source]) -> None:
@@ -251,8 +320,9 @@ ATTACH_PARTITION = re.compile(r"alter\s+table\s+(?:only\s+)?\S+\s+attach\s+parti
 
 def ddl_tables(ddl: Path, spec: dict) -> list[tuple[str, str]]:
     """(namespace, table) of each statement of a DDL file that creates a table, in order: the tables the source
-    captures. A name without a schema lands in `public` on Postgres and in the source's database on MariaDB/MySQL; a
-    partition is captured as its parent (the publication publishes through the root)."""
+    captures until the file has run (then its catalog says, `DdlRun`). A name without a schema lands in `public` on
+    Postgres and in the source's database on MariaDB/MySQL; a partition is captured as its parent (the publication
+    publishes through the root)."""
     try:
         text = ddl.read_text()
     except OSError as exc:
@@ -302,9 +372,19 @@ def _silver_settings(path: Path, table: str, spec: dict) -> SilverSettings:
                           replica_identity=spec.get("replica_identity", "full"), data=dict(spec.get("data") or {}))
 
 
-def _check_silver_tables(path: Path, sources: dict[str, Source], silver: dict[str, SilverSettings]) -> None:
+def check_silver_tables(topology: Topology, ddl_runs: dict[str, DdlRun]) -> None:
+    """`tables:` names only tables the sources capture or leave out; not before every DDL file ran as it is now
+    (a file's tables are what its catalog holds then)."""
+    _check_silver_tables(topology.file, topology.sources, topology.silver, ddl_runs)
+
+
+def _check_silver_tables(path: Path, sources: dict[str, Source], silver: dict[str, SilverSettings],
+                         ddl_runs: dict[str, DdlRun]) -> None:
+    if any(source.ddl and _run_of(source, ddl_runs) is None for source in sources.values()):
+        return
     captured = {t.name for source in sources.values() for t in source.tables}
-    unknown = sorted(set(silver) - captured)
+    left_out = {name for run in ddl_runs.values() for _, name, _ in run.left_out}
+    unknown = sorted(set(silver) - captured - left_out)
     if unknown:
         raise SandboxError(f"{path}: `tables:` names {', '.join(unknown)}, which no DDL file creates",
                            "choose from: " + ", ".join(sorted(captured)))
@@ -363,9 +443,14 @@ class Settings:
         if backend == "compose":
             available.add("mssql")
         engines = {"mysql": "mysql"} if backend == "compose" else None
-        topology = load_topology(project, available=available, engines=engines)
+        topology = load_topology(project, available=available, engines=engines, ddl_runs=read_ddl_runs(state_dir))
         return cls(state_dir=state_dir, tools_dir=tools_dir, ports=ports, external_hosts=external,
                    topology=topology, env=env, backend=backend)
+
+    def with_ddl_runs(self) -> "Settings":
+        """These settings with the tables each source's catalog held after its DDL file last ran (`DdlRun`)."""
+        runs = read_ddl_runs(self.state_dir)
+        return replace(self, topology=replace(self.topology, sources=_as_ran(self.topology.sources, runs)))
 
     def endpoint(self, service: str) -> Endpoint:
         host = self.external_hosts.get(service, LOCALHOST)

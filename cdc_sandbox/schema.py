@@ -20,6 +20,8 @@ STR = "str"  # text: varchar, char, text, an enum's label
 DATE = "date"
 TIMESTAMP = "timestamp"  # a wall-clock time without zone, compared as UTC
 TIMESTAMPTZ = "timestamptz"  # an instant
+TIME = "time"  # a time of day without zone, compared as microseconds since midnight (MySQL's may pass 24 hours)
+TIMETZ = "timetz"  # a time of day with its offset, compared as microseconds since midnight in UTC
 BOOL = "bool"
 FLOAT = "float"  # binary floating point, single precision (Postgres real)
 DOUBLE = "double"  # binary floating point, double precision
@@ -27,7 +29,9 @@ JSON = "json"
 UUID = "uuid"
 BYTES = "bytes"
 LOGICAL_TYPES = frozenset({SMALLINT, INT, BIGINT, DECIMAL, NUMBER, STR, DATE, TIMESTAMP, TIMESTAMPTZ, BOOL, JSON,
-                           UUID, BYTES, FLOAT, DOUBLE})
+                           UUID, BYTES, FLOAT, DOUBLE, TIME, TIMETZ})
+# Text of a grammar of its own (str only): what a generated value must look like, and how a driver may give it.
+TEXT_FORMS = frozenset({"inet", "cidr", "macaddr", "macaddr8", "xml", "set"})
 
 INTEGER_RANGES = {
     SMALLINT: (-(2**15), 2**15 - 1),
@@ -45,21 +49,24 @@ class Column:
     fixed_length: bool = False  # str only: char(n) rather than varchar(n)
     precision: int | None = None  # decimal only
     scale: int | None = None  # decimal only
-    labels: tuple[str, ...] = ()  # an enum's values (str)
+    labels: tuple[str, ...] = ()  # an enum's values, or a set's members (str)
+    form: str = ""  # str only: one of TEXT_FORMS, or "" for any text
     unsigned: bool = False  # an integer column that holds no negative value (decimal(20,0) for bigint unsigned)
     sql_type: str | None = None  # the type as the source's catalog names it
     unique: bool = False  # a UNIQUE constraint of its own (besides the primary key): generated rows draw new values
     limits: tuple[int, int] | None = None  # an integer column's range where the source type's is narrower (tinyint)
     # How the connector carries the value when its settings make it other than the type's own (so silver holds it
     # so): "string" or "double" (decimal.handling.mode), "base64"/"hex" (binary.handling.mode), "millis"
-    # (time.precision.mode=connect). Empty: as the type itself.
+    # (time.precision.mode=connect, and a time of up to 3 digits in Postgres's adaptive mode). Empty: as the type itself.
     carried: str = ""
 
     def __post_init__(self) -> None:
         if self.type not in LOGICAL_TYPES:
             raise ValueError(f"column {self.name}: unknown logical type {self.type!r}")
-        if self.max_length is not None and self.type != STR:
-            raise ValueError(f"column {self.name}: max_length is for str only")
+        if (self.max_length is not None or self.form) and self.type != STR:
+            raise ValueError(f"column {self.name}: max_length and form are for str only")
+        if self.form and self.form not in TEXT_FORMS:
+            raise ValueError(f"column {self.name}: unknown text form {self.form!r}")
         if (self.type == DECIMAL) != (self.precision is not None and self.scale is not None):
             raise ValueError(f"column {self.name}: precision/scale are required for decimal and only for decimal")
 
@@ -83,7 +90,8 @@ class Column:
             return f"decimal({self.precision},{self.scale})"
         return {INT: "integer", SMALLINT: "smallint", BIGINT: "bigint", NUMBER: "numeric", DATE: "date",
                 TIMESTAMP: "timestamp", TIMESTAMPTZ: "timestamptz", BOOL: "boolean", JSON: "json", UUID: "uuid",
-                BYTES: "bytea", FLOAT: "real", DOUBLE: "double precision"}[self.type]
+                BYTES: "bytea", FLOAT: "real", DOUBLE: "double precision", TIME: "time",
+                TIMETZ: "time with time zone"}[self.type]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import fcntl
+import ipaddress
 import json
 import os
 import random
@@ -26,8 +27,8 @@ from pathlib import Path
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR
-from cdc_sandbox.schema import DOUBLE, FLOAT, TIMESTAMP, TIMESTAMPTZ, UUID, Column
-from cdc_sandbox.sources.normalize import single_precision
+from cdc_sandbox.schema import DOUBLE, FLOAT, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column
+from cdc_sandbox.sources.normalize import single_precision, time_text
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
 from cdc_sandbox.stack.catalog import Placement, placements
 from cdc_sandbox.stack.databases import table_connection
@@ -169,8 +170,15 @@ class Journal:
 def _json_value(value):
     if isinstance(value, Decimal):
         return str(value)
-    if isinstance(value, (dt.date, dt.datetime)):
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
         return value.isoformat()
+    if isinstance(value, dt.timedelta):  # a MySQL time
+        return time_text(value)
+    if isinstance(value, (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Interface,
+                          ipaddress.IPv6Interface, ipaddress.IPv4Network, ipaddress.IPv6Network)):
+        return str(value)
+    if isinstance(value, (set, frozenset)):  # a MySQL set's members
+        return ",".join(sorted(value))
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode()
     if isinstance(value, uuid.UUID):
@@ -658,6 +666,8 @@ def random_value(column: Column, rng: random.Random):
         moment = dt.datetime(2008, 1, 1) + dt.timedelta(seconds=rng.randint(0, 366 * 86400 - 1),
                                                         microseconds=rng.randint(0, 999_999))
         return moment.replace(tzinfo=dt.timezone.utc) if column.type == TIMESTAMPTZ else moment
+    if column.type in (TIME, TIMETZ):
+        return _time_of_day(column, rng, edge)
     if column.type == BOOL:
         return rng.random() < 0.5
     if column.type in (FLOAT, DOUBLE):  # finite: NaN equals nothing, itself included
@@ -671,9 +681,40 @@ def random_value(column: Column, rng: random.Random):
         return str(uuid.UUID(int=rng.getrandbits(128)))
     if column.type == BYTES:
         return bytes(rng.getrandbits(8) for _ in range(rng.choice([0, 16]) if edge else rng.randint(1, 16)))
+    if column.form:
+        return _formed_text(column, rng)
     if column.labels:
         return rng.choice(column.labels)
     return _text(rng, column.max_length or 40)
+
+
+def _time_of_day(column: Column, rng: random.Random, edge: bool) -> dt.time:
+    """A time of day (with an offset for a timetz), to the column's precision; now and then midnight or the last
+    microsecond of the day."""
+    micros = rng.choice([0, 86_400_000_000 - 1]) if edge else rng.randrange(86_400_000_000)
+    if column.carried == "millis":
+        micros -= micros % 1000
+    seconds, micro = divmod(micros, 1_000_000)
+    zone = dt.timezone(dt.timedelta(minutes=rng.choice([0, 60, -300, 330, 840, -720]))) if column.type == TIMETZ \
+        else None
+    return dt.time(seconds // 3600, seconds // 60 % 60, seconds % 60, micro, tzinfo=zone)
+
+
+def _formed_text(column: Column, rng: random.Random) -> str:
+    """Text in the grammar of the column's form (`schema.TEXT_FORMS`), as the server writes it back."""
+    octets = [rng.randrange(256) for _ in range(16)]
+    if column.form == "inet":
+        if rng.random() < 0.2:
+            return str(ipaddress.IPv6Address(bytes(octets)))
+        address = ipaddress.IPv4Address(bytes(octets[:4]))
+        return str(address) if rng.random() < 0.7 else f"{address}/{rng.randint(8, 32)}"
+    if column.form == "cidr":
+        return str(ipaddress.IPv4Network((bytes(octets[:4]), rng.randint(8, 32)), strict=False))
+    if column.form in ("macaddr", "macaddr8"):
+        return ":".join(f"{octet:02x}" for octet in octets[:6 if column.form == "macaddr" else 8])
+    if column.form == "set":
+        return ",".join(label for label in column.labels if rng.random() < 0.5)
+    return f"<note n=\"{rng.randint(0, 999)}\">{_text(rng, 20).replace('&', '').replace('<', '')}</note>"
 
 
 def unique_value(column: Column, key: dict, rng: random.Random):

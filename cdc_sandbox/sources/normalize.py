@@ -1,8 +1,8 @@
 """Values as the comparisons see them: one Python value per logical type, whichever way a value arrived (a
 database driver, a Debezium event, a silver read through Spark or hudi-rs). MySQL and Debezium carry booleans as
 0/1, SQL pads char(n) with spaces, readers may give times with a zone (compared as naive UTC), drivers give JSON
-parsed or as text and binary as memoryview, and a connector setting may carry a decimal as text or a double
-(`Column.carried`)."""
+parsed or as text, binary as memoryview, a network address as an object and a time of day as a time or a duration
+where Debezium carries a count, and a connector setting may carry a decimal as text or a double (`Column.carried`)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ import base64
 import binascii
 import datetime as dt
 import functools
+import ipaddress
 import json
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, JSON, NUMBER, TIMESTAMP, TIMESTAMPTZ, UUID, Column
+from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, JSON, NUMBER, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID
+from cdc_sandbox.schema import Column
 from cdc_sandbox.schema import Table
 
 
@@ -26,6 +28,16 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
         return bool
     if column.fixed_length:
         return _unpadded
+    if column.form == "set":
+        return functools.partial(_set_members, column.labels)
+    if column.form in ("inet", "cidr"):
+        return _address
+    if column.form:
+        return str
+    if column.type == TIME:
+        return functools.partial(_micros_of_day, 1000 if column.carried == "millis" else 1)
+    if column.type == TIMETZ:
+        return _utc_micros_of_day
     if column.type in (TIMESTAMP, TIMESTAMPTZ):
         return _to_millis if column.carried == "millis" else _naive_utc
     if column.type in (DECIMAL, NUMBER):
@@ -41,6 +53,55 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
     if column.type == DOUBLE:
         return float
     return None
+
+
+def _micros_of_day(unit: int, value) -> int:
+    """A time of day as microseconds since midnight: a driver gives a time (MySQL's as a duration, which may be
+    negative or pass 24 hours), Debezium and silver a count of `unit` microseconds, the journal its text."""
+    if isinstance(value, int):
+        return value * unit
+    if isinstance(value, dt.timedelta):
+        return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    if isinstance(value, str):
+        return _micros_of_text(value)
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+
+
+def _micros_of_text(text: str) -> int:
+    """`[-]H:MM:SS[.ffffff]`, hours of any number of digits."""
+    sign = -1 if text.startswith("-") else 1
+    hours, minutes, seconds = text.lstrip("-").split(":")
+    whole, _, fraction = seconds.partition(".")
+    return sign * (((int(hours) * 60 + int(minutes)) * 60 + int(whole)) * 1_000_000 + int(fraction.ljust(6, "0")[:6]))
+
+
+def time_text(value: dt.timedelta) -> str:
+    """A MySQL time (a duration) as `_micros_of_text` reads it."""
+    micros = _micros_of_day(1, value)
+    whole, fraction = divmod(abs(micros), 1_000_000)
+    return f"{'-' if micros < 0 else ''}{whole // 3600}:{whole // 60 % 60:02}:{whole % 60:02}.{fraction:06}"
+
+
+def _utc_micros_of_day(value) -> int:
+    """A time with its offset as microseconds since midnight in UTC: a driver gives a time with its zone, Debezium
+    its UTC text (`10:15:30.5Z`), the journal its ISO text."""
+    if isinstance(value, str):
+        value = dt.time.fromisoformat(value)
+    offset = value.utcoffset() or dt.timedelta(0)
+    return (_micros_of_day(1, value.replace(tzinfo=None)) - _micros_of_day(1, offset)) % 86_400_000_000
+
+
+def _address(value) -> str:
+    """A network address in one text: a driver gives Python's ipaddress object, Debezium the server's text (which
+    writes an IPv4-mapped IPv6 address its own way)."""
+    text = str(value)
+    return str(ipaddress.ip_interface(text) if "/" in text else ipaddress.ip_address(text))
+
+
+def _set_members(labels: tuple[str, ...], value) -> str:
+    """A set's members as Debezium joins them: in the order the column declares them."""
+    members = set(value.split(",") if isinstance(value, str) else value) - {""}
+    return ",".join(label for label in labels if label in members)
 
 
 def single_precision(value) -> float:

@@ -37,7 +37,7 @@ class TableLoad:
 
 def load(settings: Settings, progress: Progress = lambda table, n: None) -> list[TableLoad]:
     """Each empty table filled, a referenced table before the tables that reference it."""
-    create_tables(settings)
+    settings = create_tables(settings)
     results = []
     ordered = in_reference_order(placements(settings))
     for placement in ordered:

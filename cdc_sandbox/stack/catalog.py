@@ -13,16 +13,17 @@ from dataclasses import dataclass, replace
 from cdc_sandbox.config import CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
-from cdc_sandbox.schema import DOUBLE, FLOAT, TIMESTAMPTZ, UUID, Column, ForeignKey, Table
+from cdc_sandbox.schema import DOUBLE, FLOAT, TEXT_FORMS, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, ForeignKey, Table
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.tickit_data.ddl import dialect_of, qualified, quote
 
 SUPPORTED = {
-    "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, an enum type, date, "
-                "timestamp, timestamptz, boolean, json, jsonb, uuid, bytea, real, double precision",
+    "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, citext, an enum type, "
+                "date, timestamp, timestamptz, time, timetz, boolean, json, jsonb, uuid, bytea, real, double precision, "
+                "inet, cidr, macaddr, macaddr8, xml, a domain over any of these",
     "mysql": "tinyint(1)/boolean, tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
-             "double, varchar(n), char(n), text, enum, date, datetime(p), timestamp(p), json, binary, varbinary, "
-             "blob",
+             "double, varchar(n), char(n), text, enum, set, date, datetime(p), timestamp(p), time(p), json, binary, "
+             "varbinary, blob",
 }
 MAX_PRECISION = 38
 _cache: dict[tuple, dict[str, Table]] = {}
@@ -112,9 +113,9 @@ def as_carried(table: Table, debezium: dict[str, str]) -> Table:
             return decimal
         if column.type == BYTES and binary != "bytes":
             return "hex" if binary == "hex" else "base64"
-        if column.type == TIMESTAMP and millis:
+        if column.type in (TIMESTAMP, TIME) and millis:
             return "millis"
-        return ""
+        return column.carried  # what the type itself makes of it (a Postgres time of up to 3 digits)
 
     return replace(table, columns=tuple(replace(c, carried=carried(c)) for c in table.columns))
 
@@ -124,18 +125,62 @@ def forget() -> None:
     _cache.clear()
 
 
+class Uncomparable(SandboxError):
+    """A column of a type the sandbox cannot compare: its table stays out of capture."""
+
+
 def read_catalog(settings: Settings, source: str, captured: list[CapturedTable]) -> dict[str, Table]:
-    dialect = "postgres" if source == "postgres" else "mysql"
-    with connection(settings, source, settings.topology.sources[source].database if source == "postgres" else None) \
-            as conn, conn.cursor() as cur:
-        read = _postgres_table if dialect == "postgres" else _mysql_table
-        found = {}
-        for table in captured:
-            described = read(cur, table.namespace, table.name)
+    """The tables of `captured` the source's catalog holds, described."""
+    tables, left_out = read_tables(settings, source, [(t.namespace, t.name) for t in captured])
+    if left_out:
+        raise next(iter(left_out.values()))
+    return tables
+
+
+def read_tables(settings: Settings, source: str, names: list[tuple[str, str]]) \
+        -> tuple[dict[str, Table], dict[str, Uncomparable]]:
+    """The tables (namespace, name) the source's catalog holds, described; apart, those with a column of a type
+    the sandbox cannot compare, each with why."""
+    read = _postgres_table if source == "postgres" else _mysql_table
+    found, left_out = {}, {}
+    with _catalog_connection(settings, source) as conn, conn.cursor() as cur:
+        for namespace, name in names:
+            try:
+                described = read(cur, namespace, name)
+            except Uncomparable as exc:
+                left_out[name] = exc
+                continue
             if described is not None:
-                found[table.name] = described
+                found[name] = described
+        conn.commit()
+    return found, left_out
+
+
+def existing_tables(settings: Settings, source: str) -> list[tuple[str, str]]:
+    """(namespace, name) of every table a project's source holds, in the order they were created: on Postgres the
+    tables of every schema of its database but the server's own and an extension's (a partition counts as its
+    parent), on MariaDB/MySQL those of its database; the sandbox's probe table left out."""
+    probe = settings.topology.probe_table
+    with _catalog_connection(settings, source) as conn, conn.cursor() as cur:
+        if source == "postgres":
+            cur.execute(
+                "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> %s "
+                "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%' "
+                "AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass "
+                "                AND d.objid = c.oid AND d.deptype = 'e') ORDER BY c.oid", (probe,))
+        else:
+            cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                        "AND TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME <> %s ORDER BY CREATE_TIME, TABLE_NAME",
+                        (settings.topology.sources[source].database, probe))
+        found = [tuple(row) for row in cur.fetchall()]
         conn.commit()
     return found
+
+
+def _catalog_connection(settings: Settings, source: str):
+    database = settings.topology.sources[source].database
+    return connection(settings, source, database if source == "postgres" else None)
 
 
 def _postgres_table(cur, schema: str, name: str) -> Table | None:
@@ -221,7 +266,7 @@ _LENGTH = re.compile(r"\((\d+)(?:,\s*(\d+))?\)")
 def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable: bool,
                    labels: tuple[str, ...] = ()) -> Column:
     """The logical column for a SQL type as the source's catalog names it; a type the sandbox cannot compare
-    exactly is refused, naming the table and column."""
+    exactly raises `Uncomparable`, naming the table and column."""
     text = sql_type.lower().strip()
     size = _LENGTH.search(text)
     first, second = (int(size.group(1)), int(size.group(2)) if size.group(2) else None) if size else (None, None)
@@ -229,13 +274,15 @@ def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable:
     column = dict(name=name, nullable=nullable, sql_type=sql_type)
     if labels or base.startswith("enum"):
         return Column(type=STR, labels=labels or _enum_labels(sql_type), **column)
+    if dialect == "mysql" and base.startswith("set("):  # Debezium carries a set as its members joined by commas
+        return Column(type=STR, labels=_enum_labels(sql_type), form="set", **column)
     logical = (_postgres_type if dialect == "postgres" else _mysql_type)(base, first, second)
     if logical is None:
-        raise SandboxError(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",
-                           f"use one of: {SUPPORTED[dialect]}")
+        raise Uncomparable(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",
+                           f"the types it compares: {SUPPORTED[dialect]}")
     kind, options = logical
     if kind == DECIMAL and options["precision"] > MAX_PRECISION:
-        raise SandboxError(f"{table}.{name} has type {sql_type}: Spark's and Hudi's decimals hold {MAX_PRECISION} "
+        raise Uncomparable(f"{table}.{name} has type {sql_type}: Spark's and Hudi's decimals hold {MAX_PRECISION} "
                            f"digits at most", f"use a precision up to {MAX_PRECISION}")
     return Column(type=kind, **column, **options)
 
@@ -247,8 +294,15 @@ def _postgres_type(base: str, first: int | None, second: int | None):
         return (DECIMAL, {"precision": first, "scale": second or 0}) if first else (NUMBER, {})
     if base.startswith("timestamp"):
         return (TIMESTAMPTZ if "with time zone" in base else TIMESTAMP), {}
-    simple = {"smallint": SMALLINT, "integer": INT, "bigint": BIGINT, "text": STR, "date": DATE, "boolean": BOOL,
-              "json": JSON, "jsonb": JSON, "uuid": UUID, "bytea": BYTES, "real": FLOAT, "double precision": DOUBLE}
+    if base == "time without time zone":  # adaptive mode: up to 3 digits a count of milliseconds, else microseconds
+        return TIME, {"carried": "millis" if first is not None and first <= 3 else ""}
+    if base == "time with time zone":
+        return TIMETZ, {}
+    if base in TEXT_FORMS:
+        return STR, {"form": base}
+    simple = {"smallint": SMALLINT, "integer": INT, "bigint": BIGINT, "text": STR, "citext": STR, "date": DATE,
+              "boolean": BOOL, "json": JSON, "jsonb": JSON, "uuid": UUID, "bytea": BYTES, "real": FLOAT,
+              "double precision": DOUBLE}
     return (simple[base], {}) if base in simple else None
 
 
@@ -276,7 +330,7 @@ def _mysql_type(base: str, first: int | None, second: int | None):
         return BYTES, {}
     # MySQL's float is left out: the server shows it rounded to six digits, not the value the binlog carries
     simple = {"date": DATE, "datetime": TIMESTAMP, "timestamp": TIMESTAMPTZ, "json": JSON, "double": DOUBLE,
-              "double precision": DOUBLE, "real": DOUBLE}
+              "double precision": DOUBLE, "real": DOUBLE, "time": TIME}
     return (simple[base], {}) if base in simple else None
 
 

@@ -78,7 +78,14 @@ def connector_config(settings: Settings, source: Source, view: WorkerView | None
     template = _load("common")
     for layer in TEMPLATE_LAYERS.get(source.engine, (source.engine,)):
         template |= _load(layer)
-    return render(template, values) | source.debezium
+    return render(template, values) | _left_out(source) | source.debezium
+
+
+def _left_out(source: Source) -> dict[str, str]:
+    """The tables capture leaves out (a column the sandbox cannot compare), as Debezium's exclude list names them."""
+    if not source.left_out:
+        return {}
+    return {"table.exclude.list": ",".join(re.escape(f"{namespace}.{name}") for namespace, name in source.left_out)}
 
 
 def server_id(connector: str) -> int:

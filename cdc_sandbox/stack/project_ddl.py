@@ -1,5 +1,7 @@
-"""A project's tables, created by running its own DDL files, then checked as the catalog reads them back: each
-table has a primary key, and the silver settings name columns it has.
+"""A project's tables, created by running its own DDL files, then found and checked as the catalog reads them back:
+each table has a primary key, and the silver settings name columns it has. What the catalog held is recorded
+(`config.DdlRun`): the topology takes its tables from there, and a table with a column the sandbox cannot compare
+stays out of capture, with a warning.
 
 A file runs whole or not at all: where a statement fails, the tables this run created are dropped again and the
 error names the file, the statement's line and the database's message. Tables that exist already are left as they
@@ -8,11 +10,8 @@ are (a second `sandbox up` changes nothing), so rows already loaded are never lo
 
 from __future__ import annotations
 
-import hashlib
-import json
-from pathlib import Path
-
-from cdc_sandbox.config import Settings, Source
+from cdc_sandbox.config import DdlRun, Settings, Source, check_silver_tables, ddl_run_key, file_digest, read_ddl_runs
+from cdc_sandbox.config import ddl_tables, record_ddl_run
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.stack import catalog, ddl_client
 from cdc_sandbox.stack.databases import connection
@@ -21,23 +20,32 @@ from cdc_sandbox.stack.services.postgres import Postgres
 from cdc_sandbox.tickit_data.ddl import POSTGRES, dialect_of, qualified
 
 
-def apply(settings: Settings) -> None:
-    for source in settings.topology.sources.values():
-        if source.ddl is not None:
-            _run_file(settings, source)
+def apply(settings: Settings) -> Settings:
+    """Run each source's DDL file where its tables are not there yet; the settings with the tables then found."""
+    with_ddl = [source for source in settings.topology.sources.values() if source.ddl is not None]
+    ran = {source.name for source in with_ddl if _run_file(settings, source)}
     catalog.forget()
+    for source in with_ddl:
+        _record_tables(settings, source, source.name in ran)
+    settings = settings.with_ddl_runs()
+    check_silver_tables(settings.topology, read_ddl_runs(settings.state_dir))
     for source in settings.topology.sources.values():
         if source.ddl is not None:
+            if source.name in ran:
+                _capture_again(settings, source)
             _check(settings, source)
             if source.engine == "postgres":
                 _set_replica_identity(settings, source)
+    return settings
 
 
-def _run_file(settings: Settings, source: Source) -> None:
-    present = catalog.read_catalog(settings, source.name, list(source.tables))
+def _run_file(settings: Settings, source: Source) -> bool:
+    """Whether the file ran: not where its tables are there already."""
+    found, left_out = catalog.read_tables(settings, source.name, [(t.namespace, t.name) for t in source.tables])
+    present = set(found) | set(left_out)
     if len(present) == len(source.tables):
         _notice_an_edit(settings, source)
-        return
+        return False
     if present:
         raise SandboxError(f"{source.ddl}: tables {', '.join(sorted(present))} exist already in {source.name}, "
                            f"{', '.join(t.name for t in source.tables if t.name not in present)} do not",
@@ -45,6 +53,7 @@ def _run_file(settings: Settings, source: Source) -> None:
     if source.engine == "sqlserver":
         raise SandboxError(f"{source.ddl}: a DDL file runs on Postgres, MariaDB and MySQL sources, not on SQL Server",
                            "capture the tables from a Postgres or MariaDB source, or list SQL Server's TICKIT tables")
+    before = catalog.existing_tables(settings, source.name)
     try:
         if source.engine == "postgres":
             outcome = ddl_client.run_postgres(settings, source)
@@ -52,52 +61,47 @@ def _run_file(settings: Settings, source: Source) -> None:
             ddl_client.run_mariadb(settings, source)
             outcome = ddl_client.Outcome()
     except ddl_client.Refused as refused:
-        _drop_created(settings, source)
+        _drop_created(settings, source, before)
         where = f"{source.ddl}, line {refused.line}" if refused.line else f"{source.ddl}"
         raise SandboxError(f"{where}: {source.name} refused the statement: {refused.message}",
                            "fix the statement; nothing of this file was kept, other tables are untouched") from None
-    _capture_again(settings, source)
-    _record_run(settings, source)
     for role in outcome.roles_created:
         print(f"{source.ddl}: role {role} did not exist here; created without login, to own what the file gives it")
     for schema in outcome.schemas_taken_over:
         print(f"{source.ddl}: schema {schema} is the file's own; the sandbox's empty one gave way to it")
+    return True
 
 
-def _runs_record(settings: Settings) -> Path:
-    return settings.state_dir / "ddl-runs.json"
+def _record_tables(settings: Settings, source: Source, ran: bool) -> None:
+    """The tables the source's catalog holds now, as the file's run (`config.DdlRun`); each left out of capture
+    is named with why. Tables made from an earlier version of the file keep the record of the file they came from."""
+    key = ddl_run_key(source.name, source.database)
+    recorded = read_ddl_runs(settings.state_dir).get(key)
+    digest = file_digest(source.ddl)
+    if not ran and recorded is not None and recorded.digest != digest:
+        return
+    names = _in_file_order(catalog.existing_tables(settings, source.name), source)
+    _, left_out = catalog.read_tables(settings, source.name, names)
+    record_ddl_run(settings.state_dir, key, DdlRun(
+        digest, tuple(t for t in names if t[1] not in left_out),
+        tuple((namespace, name, left_out[name].message) for namespace, name in names if name in left_out)))
+    for name, why in left_out.items():
+        print(f"{source.ddl}: table {name} is left out of capture (its rows stay in {source.name}): {why.message}")
 
 
-def _record_key(source: Source) -> str:
-    return f"{source.name}/{source.database}"
-
-
-def _recorded_runs(settings: Settings) -> dict[str, str]:
-    try:
-        return json.loads(_runs_record(settings).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _record_run(settings: Settings, source: Source) -> None:
-    """The digest of the file the source's tables were created from."""
-    runs = _recorded_runs(settings) | {_record_key(source): _digest(source)}
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
-    _runs_record(settings).write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n")
-
-
-def _digest(source: Source) -> str:
-    return hashlib.sha256(source.ddl.read_bytes()).hexdigest()
+def _in_file_order(names: list[tuple[str, str]], source: Source) -> list[tuple[str, str]]:
+    """The tables in the order the file creates them where its text says (a server's creation times are seconds),
+    then the others (made by a function, say) in the order the catalog has them."""
+    written = ddl_tables(source.ddl, {"engine": source.engine, "database": source.database})
+    return sorted(names, key=lambda t: written.index(t) if t in written else len(written) + names.index(t))
 
 
 def _notice_an_edit(settings: Settings, source: Source) -> None:
     """A file edited since its tables were created from it is not run again over tables that hold rows: `sandbox
     up` says so each time, until the file is as it was or the tables are made again from it. (Tables made before
     the sandbox kept a record take the file as it is now.)"""
-    recorded = _recorded_runs(settings).get(_record_key(source))
-    if recorded is None:
-        _record_run(settings, source)
-    elif recorded != _digest(source):
+    recorded = read_ddl_runs(settings.state_dir).get(ddl_run_key(source.name, source.database))
+    if recorded is not None and recorded.digest != file_digest(source.ddl):
         print(f"{source.ddl} changed since {source.name}'s tables in {source.database} were created from it; they "
               f"keep the schema they have. To take the new file, drop the file's tables and run `sandbox up`, which "
               f"runs it whole (their rows go; `sandbox load` fills them again); to keep the tables, put the file "
@@ -114,16 +118,16 @@ def _capture_again(settings: Settings, source: Source) -> None:
             create_database_and_fixtures(cur, source.database)
 
 
-def _drop_created(settings: Settings, source: Source) -> None:
+def _drop_created(settings: Settings, source: Source, before: list[tuple[str, str]]) -> None:
     """MariaDB commits each CREATE TABLE on its own: drop what this file created before its failing statement."""
     dialect = dialect_of(source.engine)
     if dialect == POSTGRES:
         return
-    created = catalog.read_catalog(settings, source.name, list(source.tables))
+    created = [table for table in catalog.existing_tables(settings, source.name) if table not in before]
     with connection(settings, source.name) as conn, conn.cursor() as cur:
-        for table in source.tables:
-            if table.name in created:
-                cur.execute(f"DROP TABLE {qualified(dialect, table.namespace, table.name)}")
+        cur.execute("SET FOREIGN_KEY_CHECKS = 0")  # a table another created one references
+        for namespace, name in created:
+            cur.execute(f"DROP TABLE {qualified(dialect, namespace, name)}")
 
 
 def _check(settings: Settings, source: Source) -> None:

@@ -17,16 +17,15 @@ def _create_namespace_sql(dialect: str, namespace: str) -> str:
     return f"CREATE {kind} IF NOT EXISTS {quote(dialect, namespace)}"
 
 
-def create_tables(settings: Settings, namespace_suffix: str = "") -> None:
+def create_tables(settings: Settings, namespace_suffix: str = "") -> Settings:
     """Create every captured table (and its schema or database) that is missing (idempotent): a project's by
-    running its DDL files (`project_ddl`), TICKIT's from its declared schema.
+    running its DDL files (`project_ddl`), TICKIT's from its declared schema. The settings with the tables created.
 
     On SQL Server the generated CDC set-up does it (database, CDC filegroup, tables, CDC on them); scratch copies
     (`namespace_suffix`) are plain tables.
     """
     if not settings.topology.is_tickit and not namespace_suffix:
-        project_ddl.apply(settings)
-        return
+        return project_ddl.apply(settings)
     if not namespace_suffix and "mssql" in settings.topology.sources:
         SqlServer(settings).post_start()
     for placement in placements(settings, namespace_suffix):
@@ -38,3 +37,4 @@ def create_tables(settings: Settings, namespace_suffix: str = "") -> None:
                     # Deletes then carry the whole old row, as MySQL's full row images do.
                     cur.execute(f"ALTER TABLE {placement.name} REPLICA IDENTITY FULL")
             conn.commit()
+    return settings

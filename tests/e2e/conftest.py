@@ -6,12 +6,16 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
+from cdc_sandbox.harness.running.lakes_for_tests import finish, pipeline_on_new_lake
 from cdc_sandbox.sources.changes import ChangeReader
+from cdc_sandbox.sources.mutations import Mutator
 from cdc_sandbox.stack import connectors
 from tests import PROJECT_ROOT
 
@@ -51,6 +55,20 @@ def settle(sandbox, mutator, kafka_bootstrap, registry):
 def project_settings(sandbox: Settings, directory) -> Settings:
     """The settings of the project in `directory` on this session's stack."""
     return Settings.load(dict(os.environ, SANDBOX_STATE_DIR=str(sandbox.state_dir), SANDBOX_PROJECT=str(directory)))
+
+
+@contextmanager
+def job_on_a_new_lake(request, settings: Settings, spark, only: list[str] | None = None):
+    """The job on a new lake of the project's tables (`only` some), the history of their topics written; with a
+    mutator and an oracle of its own. The lake goes afterwards."""
+    pipeline = pipeline_on_new_lake(settings, spark, None, only=only)
+    try:
+        pipeline.run_once()
+        mutator = Mutator(settings)
+        yield pipeline, mutator, Oracle(settings, pipeline, mutator,
+                                        timeout=request.config.getoption("--oracle-timeout"), stats=RunStats())
+    finally:
+        finish([pipeline], failed=False)
 
 
 def stop_connectors(sandbox: Settings, directory) -> None:

@@ -19,14 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_sandbox.config import Settings
-from cdc_sandbox.harness.running.lakes_for_tests import finish, pipeline_on_new_lake
-from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
-from cdc_sandbox.sources.mutations import Mutator
 from cdc_sandbox.stack import catalog
 from cdc_sandbox.stack.connectors import ConnectClient
 from cdc_sandbox.stack.databases import connection
-from tests.e2e.conftest import project_settings, stop_connectors
+from tests.e2e.conftest import job_on_a_new_lake, project_settings, stop_connectors
 
 pytestmark = [pytest.mark.e2e]
 
@@ -184,12 +181,7 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
     settings = project_settings(sandbox, directory)
     assert [c.carried for c in catalog.table_schema(settings, "readings").columns] == ["", "string", "base64",
                                                                                       "millis"]
-    pipeline = pipeline_on_new_lake(settings, spark, None)
-    try:
-        pipeline.run_once()
-        mutator = Mutator(settings)
-        oracle = Oracle(settings, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
-                        stats=RunStats())
+    with job_on_a_new_lake(request, settings, spark) as (_, mutator, oracle):
         oracle.track(["readings"])
         mutator.update("readings", {"id": 1}, {"value": Decimal("-12345678.9012"), "raw": b"\x00\x01\xfe\xff"})
         kafka = settings.endpoint("kafka").address
@@ -202,8 +194,6 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
         with ChangeReader(kafka, topic, registry, from_offsets=before) as reader:
             tombstones = [e for e in reader.read_to_end(60) if e.value is None]
         assert [e.key for e in tombstones] == [{"id": gone}], "the delete was not followed by its tombstone"
-    finally:
-        finish([pipeline], failed=False)
 
 
 PG_DUMP = """\
@@ -366,25 +356,20 @@ def test_a_pg_dump_goes_in_whole_and_its_tables_pass_the_oracle(sandbox, spark, 
         assert cur.fetchone() == ("touched; by the trigger",)  # the dump's trigger fires
         cur.execute("SELECT tablename FROM pg_publication_tables WHERE schemaname = 'dump_shop' ORDER BY 1")
         assert {row[0] for row in cur.fetchall()} >= {"customers", "orders"}
-    pipeline = pipeline_on_new_lake(settings, spark, None)
     try:
-        pipeline.run_once()
-        mutator = Mutator(settings)
-        oracle = Oracle(settings, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
-                        stats=RunStats())
-        oracle.track(["customers", "orders", "deliveries"])
-        mutator.insert("customers", {"id": 3, "name": "Edsger"})
-        mutator.insert("orders", {"id": 3, "customer_id": 3, "amount": Decimal("250.00"), "note": None,
-                                  "weight": 0.3, "score": 1 / 3, "sku": "A-12", "state": "shipped"})
-        mutator.update("orders", {"id": 1}, {"amount": Decimal("99.99"), "weight": 1e-45, "score": 5e-324})
-        mutator.update_key("orders", {"id": 2}, {"id": 20})
-        mutator.delete("orders", {"id": 1})
-        mutator.update_key("deliveries", {"id": 1, "day": dt.date(2025, 3, 1)}, {"id": 1, "day": dt.date(2026, 3, 1)})
-        mutator.insert("deliveries", {"id": 3, "day": dt.date(2025, 7, 9), "place": "Accra"})
-        oracle.round("inserts, an update, key updates (one to another partition) and a delete on a dump's tables")
-        oracle.verify_history()
+        with job_on_a_new_lake(request, settings, spark) as (_, mutator, oracle):
+            oracle.track(["customers", "orders", "deliveries"])
+            mutator.insert("customers", {"id": 3, "name": "Edsger"})
+            mutator.insert("orders", {"id": 3, "customer_id": 3, "amount": Decimal("250.00"), "note": None,
+                                      "weight": 0.3, "score": 1 / 3, "sku": "A-12", "state": "shipped"})
+            mutator.update("orders", {"id": 1}, {"amount": Decimal("99.99"), "weight": 1e-45, "score": 5e-324})
+            mutator.update_key("orders", {"id": 2}, {"id": 20})
+            mutator.delete("orders", {"id": 1})
+            mutator.update_key("deliveries", {"id": 1, "day": dt.date(2025, 3, 1)}, {"id": 1, "day": dt.date(2026, 3, 1)})
+            mutator.insert("deliveries", {"id": 3, "day": dt.date(2025, 7, 9), "place": "Accra"})
+            oracle.round("inserts, an update, key updates (one to another partition) and a delete on a dump's tables")
+            oracle.verify_history()
     finally:
-        finish([pipeline], failed=False)
         _remove_database(sandbox, directory, name, [owner, reader])
 
 
@@ -395,7 +380,8 @@ def _remove_database(sandbox: Settings, directory: Path, name: str, roles: list[
         conn.autocommit = True
         cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = %s", (name,))
         cur.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        cur.execute("DROP ROLE " + ", ".join(f'"{role}"' for role in roles))
+        if roles:
+            cur.execute("DROP ROLE " + ", ".join(f'"{role}"' for role in roles))
 
 
 MYSQLDUMP = """\
@@ -475,22 +461,116 @@ def test_a_mysqldump_goes_in_with_its_delimiters_triggers_and_executable_comment
         assert cur.fetchone() == (20,)  # the trigger copied each film as it was loaded
         cur.execute("SELECT COUNT(*) FROM film_list")
         assert cur.fetchone() == (20,)
-    pipeline = pipeline_on_new_lake(settings, spark, None, only=["film"])
     try:
-        pipeline.run_once()
-        mutator = Mutator(settings)
-        oracle = Oracle(settings, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
-                        stats=RunStats())
-        oracle.track(["film"])  # film_text is written by the trigger, which the journal does not see
-        mutator.insert("film", {"film_id": 900, "title": "ZORRO ARK", "release_year": 2155, "rental_duration": 255,
-                                "rating_delta": -128, "length": 65535, "views": 16777215,
-                                "replacement_cost": 1.7976931348623157e308})
-        mutator.update("film", {"film_id": 1}, {"release_year": 1901, "replacement_cost": 0.1, "rating_delta": 127})
-        mutator.delete("film", {"film_id": 2})
-        oracle.round("the edges of year, tinyint, unsigned and double")
-        oracle.verify_history()
+        with job_on_a_new_lake(request, settings, spark, ["film"]) as (_, mutator, oracle):
+            oracle.track(["film"])  # film_text is written by the trigger, which the journal does not see
+            mutator.insert("film", {"film_id": 900, "title": "ZORRO ARK", "release_year": 2155, "rental_duration": 255,
+                                    "rating_delta": -128, "length": 65535, "views": 16777215,
+                                    "replacement_cost": 1.7976931348623157e308})
+            mutator.update("film", {"film_id": 1}, {"release_year": 1901, "replacement_cost": 0.1, "rating_delta": 127})
+            mutator.delete("film", {"film_id": 2})
+            oracle.round("the edges of year, tinyint, unsigned and double")
+            oracle.verify_history()
     finally:
-        finish([pipeline], failed=False)
+        stop_connectors(sandbox, directory)
+        with connection(sandbox, "mysql") as conn, conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE `{name}`")
+
+
+TYPES_PG = """\
+    CREATE EXTENSION IF NOT EXISTS citext;
+    CREATE TABLE hosts (
+        id integer PRIMARY KEY,
+        address inet NOT NULL,
+        network cidr,
+        mac macaddr,
+        mac8 macaddr8,
+        login citext,
+        opens time,
+        opens_ms time(3),
+        closes timetz,
+        config xml
+    );
+    CREATE TABLE places (id integer PRIMARY KEY, spot point);
+    CREATE TABLE scratch (id integer PRIMARY KEY);
+    DROP TABLE scratch;
+    DO $$ BEGIN EXECUTE 'CREATE TABLE audit_log (id bigint PRIMARY KEY, what text)'; END $$;
+    """
+
+
+@pytest.mark.slow
+def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_the_oracle(sandbox, spark, request,
+                                                                                           tmp_path):
+    """Times with and without zone (to microseconds and to milliseconds), addresses, citext and xml go through
+    Debezium and the job and compare exactly; a table made by a DO block is captured though no CREATE TABLE names
+    it, one created and dropped is not, and one with a point (which the sandbox cannot compare) is left out with a
+    warning, its rows kept, the rest going up."""
+    name = f"types_pg_{secrets.token_hex(3)}"
+    directory = project(tmp_path / "p", name, TYPES_PG, tables="tables:\n  hosts: {data: {generate: 30, seed: 5}}\n"
+                        "  audit_log: {data: {generate: 5}}\n  places: {data: {generate: 3}}\n")
+    done = run(sandbox, directory, "up", "--skip-install")
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "table places is left out of capture (its rows stay in postgres): places.spot has type point" in said, said
+    settings = project_settings(sandbox, directory)
+    assert [t.name for t in settings.topology.tables] == ["hosts", "audit_log"]
+    assert ConnectClient(settings.url("connect")).registered_config(f"{name}-postgres")["table.exclude.list"] == \
+        r"public\.places"
+    try:
+        assert (done := run(sandbox, directory, "load")).returncode == 0, done.stdout + done.stderr
+        with job_on_a_new_lake(request, settings, spark) as (_, mutator, oracle):
+            oracle.track(["hosts", "audit_log"])
+            mutator.insert("hosts", {"id": 100, "address": "::ffff:10.1.2.3", "network": "192.168.0.0/16",
+                                     "mac": "08:00:2b:01:02:03", "mac8": "08:00:2b:01:02:03:04:05", "login": "Ada",
+                                     "opens": dt.time(23, 59, 59, 999999), "opens_ms": dt.time(0, 0, 0, 1000),
+                                     "closes": dt.time(1, 30, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30))),
+                                     "config": "<a b=\"1\">x</a>"})
+            mutator.update("hosts", {"id": 1}, {"address": "10.0.0.1/8", "opens": dt.time(0, 0), "login": None})
+            mutator.update_key("hosts", {"id": 2}, {"id": 200})
+            mutator.delete("hosts", {"id": 3})
+            mutator.insert("audit_log", {"id": 9, "what": "made by a DO block"})
+            oracle.round("times, addresses, citext and xml; a table the text does not name")
+            oracle.verify_history()
+    finally:
+        _remove_database(sandbox, directory, name, [])
+
+
+TYPES_MARIA = """\
+    CREATE TABLE film (
+        film_id smallint unsigned NOT NULL PRIMARY KEY,
+        special_features set('Trailers','Commentaries','Deleted Scenes','Behind the Scenes'),
+        runtime time(3),
+        rehearsal time
+    );
+    CREATE TABLE address (address_id int PRIMARY KEY, location geometry NOT NULL);
+    """
+
+
+@pytest.mark.slow
+def test_a_mysql_set_and_times_pass_the_oracle_beside_a_table_left_out(sandbox, spark, request, tmp_path):
+    """Sakila's kinds of column on MariaDB: a set, times (a duration, so negative or past a day); a table with a
+    geometry column is left out of capture with a warning and the rest goes up."""
+    name = f"types_maria_{secrets.token_hex(3)}"
+    directory = project(tmp_path / "p", name, TYPES_MARIA, engine="mariadb",
+                        tables="tables:\n  film: {data: {generate: 25, seed: 6}}\n")
+    done = run(sandbox, directory, "up", "--skip-install")
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "table address is left out of capture (its rows stay in mysql): address.location has type geometry" in said
+    settings = project_settings(sandbox, directory)
+    assert [t.name for t in settings.topology.tables] == ["film"]
+    try:
+        assert (done := run(sandbox, directory, "load")).returncode == 0, done.stdout + done.stderr
+        with job_on_a_new_lake(request, settings, spark) as (_, mutator, oracle):
+            oracle.track(["film"])
+            mutator.insert("film", {"film_id": 900, "special_features": "Deleted Scenes,Trailers",
+                                    "runtime": "-838:59:59.999", "rehearsal": "838:59:59"})
+            mutator.update("film", {"film_id": 1}, {"special_features": "", "runtime": dt.time(0, 0, 0, 5000)})
+            mutator.update_key("film", {"film_id": 2}, {"film_id": 902})
+            mutator.delete("film", {"film_id": 3})
+            oracle.round("sets and times at their edges")
+            oracle.verify_history()
+    finally:
         stop_connectors(sandbox, directory)
         with connection(sandbox, "mysql") as conn, conn.cursor() as cur:
             cur.execute(f"DROP DATABASE `{name}`")

@@ -12,18 +12,15 @@ import string
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from contextlib import contextmanager
 from decimal import Decimal
 
 import pytest
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.harness.driving import scenario as scenarios
-from cdc_sandbox.harness.running.lakes_for_tests import finish, pipeline_on_new_lake
-from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
 from cdc_sandbox.sources.mutations import Mutator
 from tests.broken_variants import VARIANTS, Catch, expect_catch
-from tests.e2e.conftest import TEAM_PROJECT, sandbox_cli
+from tests.e2e.conftest import TEAM_PROJECT, job_on_a_new_lake, sandbox_cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -130,27 +127,13 @@ CAUGHT_ON_TEAM_TABLES = {
 }
 
 
-@contextmanager
-def _on_a_new_lake(request, team: Settings, spark, table: str):
-    """The job (as patched now) on a new lake of one team table, its topic's history written; with a mutator and an
-    oracle of its own. The lake goes afterwards."""
-    pipeline = pipeline_on_new_lake(team, spark, None, only=[table])
-    try:
-        pipeline.run_once()
-        mutator = Mutator(team)
-        yield pipeline, mutator, Oracle(team, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"),
-                                        stats=RunStats())
-    finally:
-        finish([pipeline], failed=False)
-
-
 @pytest.mark.parametrize("variant", list(CAUGHT_ON_TEAM_TABLES))
 def test_a_broken_job_is_caught_on_the_team_tables(request, variant, team, spark, monkeypatch):
     change, catches, zone = CAUGHT_ON_TEAM_TABLES[variant]
     table = catches[0].table
     VARIANTS[variant](monkeypatch)
     with scenarios.session_zone(spark, zone), \
-            _on_a_new_lake(request, team, spark, table) as (pipeline, mutator, oracle):  # the broken job writes all
+            job_on_a_new_lake(request, team, spark, [table]) as (pipeline, mutator, oracle):  # the broken job writes all
         table_type = pipeline.config.table_type_of(pipeline.config.spec(table))
         judged = expect_catch(request, variant, f"team project, {table}",
                               f"run once, {table_type}, zone {zone}", catches)
@@ -169,7 +152,7 @@ def test_a_table_with_replica_identity_default_keeps_what_its_events_leave_out(r
     NULL columns too. The job keeps silver's values for both, under the oracle; the job that writes what the events
     carry is caught at the update."""
     assert team.topology.silver_of("accounts").replica_identity == "default"
-    with _on_a_new_lake(request, team, spark, "accounts") as (_, mutator, oracle):  # written by the correct job
+    with job_on_a_new_lake(request, team, spark, ["accounts"]) as (_, mutator, oracle):  # written by the correct job
         oracle.track(["accounts"])
         if variant:
             VARIANTS[variant](monkeypatch)

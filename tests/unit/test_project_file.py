@@ -4,10 +4,14 @@ the SQL type mapping, the statement splitter, and what connector settings make o
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import random
+import re
 import shutil
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pyarrow as pa
 import pytest
@@ -17,14 +21,14 @@ from cdc_sandbox.config import Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.checking.silver import arrow_type
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
-from cdc_sandbox.schema import TIMESTAMPTZ, UUID, Column
+from cdc_sandbox.schema import TIME, TIMESTAMPTZ, TIMETZ, UUID, Column
 from cdc_sandbox.schema import Table
 from cdc_sandbox.sources.mutations import random_value, same_key
 from cdc_sandbox.sources.normalize import normalize_row
 from cdc_sandbox.spark_jobs.cdc_hudi_job import hudi_options
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 from cdc_sandbox.stack import ddl_client
-from cdc_sandbox.stack.catalog import as_carried, logical_column
+from cdc_sandbox.stack.catalog import Uncomparable, as_carried, logical_column
 from cdc_sandbox.stack.connectors import connector_config, server_id
 from cdc_sandbox.sql_text import statements
 from tests import PROJECT_ROOT
@@ -69,11 +73,16 @@ def test_the_tables_come_from_the_ddl_files_with_their_silver_settings(team):
     ("  orders: {}", "orders, which no DDL file creates"),
 ])
 def test_a_wrong_silver_setting_names_the_file_and_the_table(team, setting, message):
+    """A table name is judged once the files ran (a file's tables are what its catalog then holds)."""
     path = team / "cdc-sandbox.yaml"
     text = path.read_text().split("tables:")[0] + "tables:\n" + setting + "\n"
     path.write_text(text)
+    ran = {config.ddl_run_key(source, database): config.DdlRun(config.file_digest(team / "ddl" / file), tables)
+           for source, database, file, tables in [
+               ("postgres", "shop", "postgres.sql", (("public", "accounts"), ("public", "shipments"))),
+               ("mysql", "shop_ledger", "mariadb.sql", (("shop_ledger", "ledger_entries"),))]}
     with pytest.raises(SandboxError) as error:
-        load_topology(path)
+        load_topology(path, ddl_runs=ran)
     assert str(path) in str(error.value) and message in str(error.value)
 
 
@@ -142,6 +151,26 @@ def test_a_dumps_tables_are_its_create_table_statements_alone(tmp_path):
     assert config.ddl_tables(ddl, {"engine": "postgres"}) == [("shop", "orders"), ("public", "films")]
 
 
+def test_once_the_file_ran_its_tables_are_what_the_catalog_held_until_the_file_changes(team, tmp_path):
+    """The catalog's tables replace the text's; a table left out is no table of the topology, and a `tables:`
+    entry may still name it; an edited file goes back to the text until it runs."""
+    ddl = team / "ddl" / "postgres.sql"
+    key = config.ddl_run_key("postgres", "shop")
+    ran = config.DdlRun(config.file_digest(ddl), (("public", "accounts"), ("billing", "made_by_a_function")),
+                        (("public", "shipments", "shipments.place has type point"),))
+    config.record_ddl_run(tmp_path, key, ran)
+    assert config.read_ddl_runs(tmp_path)[key] == ran
+    topology = load_topology(team / "cdc-sandbox.yaml", ddl_runs=config.read_ddl_runs(tmp_path))
+    postgres = topology.sources["postgres"]
+    assert [(t.namespace, t.name) for t in postgres.tables] == [("public", "accounts"), ("billing", "made_by_a_function")]
+    assert postgres.left_out == (("public", "shipments"),)
+    assert connector_config(Settings.load({"SANDBOX_PROJECT": str(team), "SANDBOX_STATE_DIR": str(tmp_path)}),
+                            postgres)["table.exclude.list"] == r"public\.shipments"
+    ddl.write_text(ddl.read_text() + "\n-- edited\n")
+    topology = load_topology(team / "cdc-sandbox.yaml", ddl_runs=config.read_ddl_runs(tmp_path))
+    assert [t.name for t in topology.sources["postgres"].tables] == ["accounts", "shipments"]
+
+
 def test_psql_names_the_line_a_statement_ends_on_and_the_error_names_the_line_it_begins_on():
     text = "\\restrict k\nCREATE TABLE a (x int);\n\nCREATE TABLE b (\n  y nosuchtype\n);\n"
     assert ddl_client.statement_start(text, 6) == 4
@@ -174,6 +203,15 @@ def test_psql_names_the_line_a_statement_ends_on_and_the_error_names_the_line_it
     ("mysql", "smallint(5) unsigned", INT, {"limits": (0, 65535)}),
     ("mysql", "mediumint(8) unsigned", INT, {"limits": (0, 16777215)}),
     ("mysql", "year(4)", INT, {"limits": (1901, 2155)}),
+    ("postgres", "time without time zone", TIME, {"carried": ""}),
+    ("postgres", "time(3) without time zone", TIME, {"carried": "millis"}),
+    ("postgres", "time(6) with time zone", TIMETZ, {}),
+    ("postgres", "inet", STR, {"form": "inet"}),
+    ("postgres", "macaddr8", STR, {"form": "macaddr8"}),
+    ("postgres", "citext", STR, {"form": ""}),
+    ("postgres", "xml", STR, {"form": "xml"}),
+    ("mysql", "time(3)", TIME, {"carried": ""}),
+    ("mysql", "set('trailers','deleted scenes')", STR, {"form": "set", "labels": ("trailers", "deleted scenes")}),
 ])
 def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, options):
     column = logical_column(dialect, "t", "c", sql_type, True)
@@ -181,11 +219,44 @@ def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, opti
     assert all(getattr(column, name) == value for name, value in options.items())
 
 
-@pytest.mark.parametrize("dialect, sql_type", [("mysql", "float"), ("postgres", "interval"),
+@pytest.mark.parametrize("dialect, sql_type", [("mysql", "float"), ("postgres", "point"),
                                                ("mysql", "geometry"), ("mysql", "decimal(65,30)")])
-def test_a_type_the_sandbox_cannot_compare_exactly_is_refused_by_name(dialect, sql_type):
-    with pytest.raises(SandboxError, match=r"t\.c has type"):
+def test_a_type_the_sandbox_cannot_compare_exactly_is_named_with_its_table(dialect, sql_type):
+    with pytest.raises(Uncomparable, match=r"t\.c has type"):
         logical_column(dialect, "t", "c", sql_type, True)
+
+
+def test_times_addresses_and_sets_compare_whichever_way_they_arrive():
+    """A driver's objects, Debezium's counts and texts, and the journal's texts of one value compare equal."""
+    table = Table("t", (Column("at", TIME), Column("at3", TIME, carried="millis"), Column("tz", TIMETZ),
+                        Column("ip", STR, form="inet"), Column("net", STR, form="cidr"),
+                        Column("extras", STR, form="set", labels=("trailers", "commentaries", "deleted scenes"))), ())
+    driver = (dt.time(23, 59, 59, 999999), dt.timedelta(hours=-1, milliseconds=5),
+              dt.time(1, 30, tzinfo=dt.timezone(dt.timedelta(hours=2))), ipaddress.ip_address("::ffff:1.2.3.4"),
+              ipaddress.ip_network("10.0.0.0/8"), {"deleted scenes", "trailers"})
+    silver = (86_399_999_999, -3_599_995, "23:30:00Z", "::ffff:1.2.3.4", "10.0.0.0/8", "trailers,deleted scenes")
+    journal = ("23:59:59.999999", "-0:59:59.995000", "01:30:00+02:00", "::ffff:102:304", "10.0.0.0/8",
+               "deleted scenes,trailers")
+    assert normalize_row(table, driver) == normalize_row(table, silver) == normalize_row(table, journal)
+    assert normalize_row(table, driver) != normalize_row(table, (86_399_999_998, *silver[1:]))
+    assert [arrow_type(c, "postgres") for c in table.columns[:3]] == [pa.int64(), pa.int32(), pa.string()]
+
+
+@pytest.mark.parametrize("column", [Column("a", STR, form="inet"), Column("c", STR, form="cidr"),
+                                    Column("m", STR, form="macaddr"), Column("x", STR, form="xml"),
+                                    Column("t", TIME, carried="millis"), Column("z", TIMETZ)])
+def test_generated_values_keep_to_their_forms_grammar(column):
+    rng = random.Random(7)
+    for value in (random_value(replace(column, nullable=False), rng) for _ in range(200)):
+        if column.form in ("inet", "cidr"):
+            (ipaddress.ip_interface if "/" in value else ipaddress.ip_address)(value)
+        elif column.form == "macaddr":
+            assert re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", value)
+        elif column.form == "xml":
+            ElementTree.fromstring(value)
+        else:
+            assert isinstance(value, dt.time) and (column.type == TIME) == (value.tzinfo is None)
+            assert column.type != TIME or value.microsecond % 1000 == 0  # time(3): milliseconds
 
 
 def test_connector_modes_change_what_silver_holds_and_how_values_compare():

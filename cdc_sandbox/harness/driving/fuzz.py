@@ -21,7 +21,7 @@ import itertools
 import random
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Callable
@@ -33,7 +33,7 @@ from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.checking.verdict import Finding
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
-from cdc_sandbox.schema import TIMESTAMP, TIMESTAMPTZ, UUID, Column, Table
+from cdc_sandbox.schema import DOUBLE, FLOAT, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column, Table
 from cdc_sandbox.sources.mutations import added_column, random_value
 from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.tickit_data.ddl import MYSQL
@@ -111,6 +111,8 @@ def _key_part(column: Column, number: int):
 
 
 def edge_value(column: Column, rng: random.Random):
+    if column.form or column.type in (TIME, TIMETZ, FLOAT, DOUBLE):  # their edges are drawn with their grammar
+        return random_value(replace(column, nullable=False), rng)
     if column.type in INTEGER_RANGES:
         low, high = column.value_range
         return rng.choice([low, high, 0, 1 if low == 0 else -1])

@@ -26,6 +26,7 @@ from cdc_sandbox.harness.checking.oracle import Oracle
 from cdc_sandbox.harness.running.pipeline import BatchFailed
 from cdc_sandbox.harness.checking.verdict import Finding, OracleMismatch
 from cdc_sandbox.schema import BOOL, BYTES, DATE, DECIMAL, INTEGER_RANGES, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ
+from cdc_sandbox.schema import DOUBLE, FLOAT, TIME, TIMETZ
 from cdc_sandbox.schema import UUID, Column, Table
 from cdc_sandbox.sources import signals, topics
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
@@ -541,7 +542,8 @@ def _fits(column: Column, value) -> bool:
     if isinstance(value, RandomText):
         return kind == STR
     accepted = {STR: str, UUID: str, BYTES: (bytes, str), DATE: dt.date, TIMESTAMP: dt.datetime,
-                TIMESTAMPTZ: dt.datetime, BOOL: bool}[kind]
+                TIMESTAMPTZ: dt.datetime, BOOL: bool, FLOAT: (int, float), DOUBLE: (int, float), TIME: (str, int),
+                TIMETZ: str}[kind]
     return isinstance(value, accepted) and not (kind == DATE and isinstance(value, dt.datetime))
 
 

@@ -178,7 +178,7 @@ def prepare_services(settings: Settings, report) -> None:
     Postgres(settings).post_start()
     _prepare_mysql(settings)
     _prepare_localstack(settings)
-    source_tables.create_tables(settings)  # on SQL Server also the CDC set-up the container ran at its first start
+    settings = source_tables.create_tables(settings)  # on SQL Server also the CDC set-up the container ran at its first start
     for name in register_all(settings, worker_view(settings)):
         report(f"connector {name}", "RUNNING")
 

@@ -118,7 +118,7 @@ def up(settings: Settings, report, skip_install: bool = False) -> None:
 
         lake = start(LAKE)
         _report_each(start(INDEPENDENT, but=LAKE), report)
-        source_tables.create_tables(settings)
+        settings = source_tables.create_tables(settings)
         _report_each(start(DEPENDENT), report)
         _report_each(lake, report)
     for name in settings.optional_services:
