@@ -55,6 +55,9 @@ class Column:
     sql_type: str | None = None  # the type as the source's catalog names it
     unique: bool = False  # a UNIQUE constraint of its own (besides the primary key): generated rows draw new values
     limits: tuple[int, int] | None = None  # an integer column's range where the source type's is narrower (tinyint)
+    # The partition key of a partitioned table without a default partition: each partition's bounds as the catalog
+    # writes them, (from, to) of a range (None: unbounded) or the values of a list. Generated values fall in one.
+    partitions: tuple[tuple[str | None, ...], ...] = ()
     # How the connector carries the value when its settings make it other than the type's own (so silver holds it
     # so): "string" or "double" (decimal.handling.mode), "base64"/"hex" (binary.handling.mode), "millis"
     # (time.precision.mode=connect, and a time of up to 3 digits in Postgres's adaptive mode). Empty: as the type itself.

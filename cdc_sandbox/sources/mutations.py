@@ -19,6 +19,7 @@ import random
 import re
 import threading
 import uuid
+import zlib
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal, InvalidOperation
@@ -642,9 +643,11 @@ DOUBLE_EDGES = (0.0, -0.0, 1.7976931348623157e308, -1.7976931348623157e308, 5e-3
 
 
 def random_value(column: Column, rng: random.Random):
-    """A value of the column's type within its limits; now and then one of its edges."""
+    """A value of the column's type within its limits (and a partition's bounds); now and then one of its edges."""
     if column.nullable and rng.random() < 0.1:
         return None
+    if column.partitions:
+        return _in_a_partition(column, rng)
     edge = rng.random() < 0.1
     if column.type in (INT, SMALLINT, BIGINT):
         low, high = column.value_range
@@ -688,6 +691,34 @@ def random_value(column: Column, rng: random.Random):
     return _text(rng, column.max_length or 40)
 
 
+def _in_a_partition(column: Column, rng: random.Random):
+    """A value inside one of the column's partitions (`Column.partitions`): one of a list's values, or one between
+    a range's bounds (a year's worth past an unbounded end)."""
+    bounds = rng.choice(column.partitions)
+    if len(bounds) != 2 or column.type not in (DATE, TIMESTAMP, TIMESTAMPTZ, SMALLINT, INT, BIGINT):
+        value = rng.choice(bounds)
+        return int(value) if column.type in (SMALLINT, INT, BIGINT) else _parsed(column, value)
+    low, high = (None if b is None else _parsed(column, b) for b in bounds)
+    span = dt.timedelta(days=365) if column.type in (DATE, TIMESTAMP, TIMESTAMPTZ) else 1000
+    low, high = (high - span if low is None else low), (low + span if high is None else high)
+    if column.type in (SMALLINT, INT, BIGINT):
+        return rng.randrange(low, high)
+    step = dt.timedelta(days=1) if column.type == DATE else dt.timedelta(microseconds=1)
+    return low + step * rng.randrange((high - low) // step)
+
+
+def _parsed(column: Column, text: str):
+    """A partition bound as the catalog writes it, in the column's type."""
+    if column.type in (SMALLINT, INT, BIGINT):
+        return int(text)
+    if column.type == DATE:
+        return dt.date.fromisoformat(text)
+    if column.type in (TIMESTAMP, TIMESTAMPTZ):
+        moment = dt.datetime.fromisoformat(text)
+        return moment.astimezone(dt.timezone.utc) if moment.tzinfo else moment
+    return text
+
+
 def _time_of_day(column: Column, rng: random.Random, edge: bool) -> dt.time:
     """A time of day (with an offset for a timetz), to the column's precision; now and then midnight or the last
     microsecond of the day."""
@@ -720,8 +751,13 @@ def _formed_text(column: Column, rng: random.Random) -> str:
 def unique_value(column: Column, key: dict, rng: random.Random):
     """A value of a column with a UNIQUE constraint for a new row: text made from the row's new key, which no
     other row has (seeded draws repeat from one run to the next, and the rows of earlier runs stay)."""
-    if column.type == STR and not column.labels:
+    if column.type == STR and not column.labels and not column.form:
         return "k" + "-".join(str(value) for value in key.values())[-(column.max_length or 40) + 1:]
+    if column.type in (SMALLINT, INT, BIGINT):  # the key itself where it is one number, else a number made from it
+        low, high = column.value_range
+        (only,) = key.values() if len(key) == 1 else (None,)
+        number = only if isinstance(only, int) else zlib.crc32("-".join(map(str, key.values())).encode())
+        return low + (number - low) % (high - low + 1)
     return random_value(replace(column, nullable=False), rng)
 
 

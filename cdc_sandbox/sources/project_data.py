@@ -9,7 +9,6 @@ the tables loaded before it keep their rows.
 from __future__ import annotations
 
 import csv
-import graphlib
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from pathlib import Path
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.sources.mutations import random_value, sql_parameter, unique_value
-from cdc_sandbox.stack.catalog import Placement, placements
+from cdc_sandbox.stack.catalog import Placement, left_out_placements, placements
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.stack.source_tables import create_tables
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, quote
@@ -36,29 +35,119 @@ class TableLoad:
 
 
 def load(settings: Settings, progress: Progress = lambda table, n: None) -> list[TableLoad]:
-    """Each empty table filled, a referenced table before the tables that reference it."""
+    """Each empty table filled, a referenced table before the tables that reference it; tables that reference each
+    other (or a table itself) together. Tables capture leaves out are filled too: captured rows may reference them."""
     settings = create_tables(settings)
+    tables = placements(settings) + left_out_placements(settings)
     results = []
-    ordered = in_reference_order(placements(settings))
-    for placement in ordered:
-        spec = settings.topology.silver_of(placement.table.name).data
-        with table_connection(settings, placement) as conn:
-            held = _count(conn, placement)
-            if held:
-                results.append(TableLoad(placement.table.name, held, "unchanged (it holds rows already)"))
-                continue
-            if spec.get("file"):
-                path = (settings.topology.file.parent / spec["file"]).resolve()
-                loaded = _load_file(conn, placement, path)
-                how = f"loaded from {path.name}"
-            else:
-                count, seed = int(spec.get("generate", DEFAULT_ROWS)), int(spec.get("seed", 0))
-                referenced = referenced_rows(conn, placement, ordered)
-                loaded = _insert(conn, placement, generated_rows(placement, count, seed, referenced))
-                how = f"generated (seed {seed})"
-            progress(placement.table.name, loaded)
-            results.append(TableLoad(placement.table.name, loaded, how))
+    for group in reference_groups(tables):
+        if len(group) == 1 and not _references_itself(group[0]):
+            results.append(_load_table(settings, group[0], tables, progress))
+        else:
+            results += _load_group(settings, group, tables, progress)
     return results
+
+
+def _load_table(settings: Settings, placement: Placement, tables: list[Placement], progress: Progress) -> TableLoad:
+    spec = settings.topology.silver_of(placement.table.name).data
+    with table_connection(settings, placement) as conn:
+        held = _count(conn, placement)
+        if held:
+            return TableLoad(placement.table.name, held, "unchanged (it holds rows already)")
+        if spec.get("file"):
+            path = (settings.topology.file.parent / spec["file"]).resolve()
+            loaded = _load_file(conn, placement, path)
+            how = f"loaded from {path.name}"
+        else:
+            count, seed = _count_and_seed(spec)
+            loaded = _insert(conn, placement, generated_rows(placement, count, seed,
+                                                             referenced_rows(conn, placement, tables)))
+            how = f"generated (seed {seed})"
+    progress(placement.table.name, loaded)
+    return TableLoad(placement.table.name, loaded, how)
+
+
+def _count_and_seed(spec: dict) -> tuple[int, int]:
+    return int(spec.get("generate", DEFAULT_ROWS)), int(spec.get("seed", 0))
+
+
+def _load_group(settings: Settings, group: list[Placement], tables: list[Placement],
+                progress: Progress) -> list[TableLoad]:
+    """Tables that reference each other, generated together: a reference inside the group names one of the rows
+    generated for the table it references, and the rows go in in one transaction with the engine's reference
+    checks off (they hold once all are in). A table of the group that holds rows already is left as it is."""
+    names = {p.table.name for p in group}
+    with table_connection(settings, group[0]) as conn:
+        empty = [p for p in group if not _count(conn, p)]
+        rows = {}
+        for placement in empty:
+            outside = {name: found for name, found in referenced_rows(conn, placement, tables).items()
+                       if name not in names}
+            count, seed = _count_and_seed(settings.topology.silver_of(placement.table.name).data)
+            rows[placement.table.name] = list(generated_rows(placement, count, seed, outside))
+        inside = {p.table.name: rows.get(p.table.name) or _held_rows(conn, p) for p in group}
+        for placement in empty:
+            _refer_inside(placement, rows[placement.table.name], inside)
+        _insert_unchecked(conn, empty, rows)
+    loads = []
+    for placement in group:
+        if placement in empty:
+            progress(placement.table.name, len(rows[placement.table.name]))
+            loads.append(TableLoad(placement.table.name, len(rows[placement.table.name]),
+                                   "generated with the tables it references in a cycle"))
+        else:
+            loads.append(TableLoad(placement.table.name, 0, "unchanged (it holds rows already)"))
+    return loads
+
+
+def _held_rows(conn, placement: Placement) -> list[dict]:
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM {placement.name}")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def _refer_inside(placement: Placement, rows: list[dict], inside: dict[str, list[dict]]) -> None:
+    """Each row's references into its group, drawn from the group's rows; a row whose key then repeats another's
+    goes."""
+    table = placement.table
+    targets = {fk.references_table: inside[fk.references_table] for fk in table.foreign_keys
+               if fk.references_table in inside}
+    rng = random.Random(f"{table.name}:inside")
+    used: dict[str, set] = {}
+    keys, kept = set(), []
+    for row in rows:
+        row |= _references_of(table, targets, rng, used)
+        key = tuple(str(row[name]) for name in table.primary_key)
+        if key not in keys:
+            keys.add(key)
+            kept.append(row)
+    rows[:] = kept
+
+
+def _insert_unchecked(conn, group: list[Placement], rows: dict[str, list[dict]]) -> None:
+    """The group's rows in one transaction, reference checks off for it alone."""
+    if not group:
+        return
+    dialect = group[0].dialect
+    _begin(conn, group[0])
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET LOCAL session_replication_role = replica" if dialect == POSTGRES
+                        else "SET FOREIGN_KEY_CHECKS = 0")
+            for placement in group:
+                names = placement.table.column_names
+                cur.executemany(placement.insert_sql(names), [tuple(sql_parameter(row[n]) for n in names)
+                                                              for row in rows[placement.table.name]])
+            if dialect == MYSQL:
+                cur.execute("SET FOREIGN_KEY_CHECKS = 1")
+    except Exception as exc:  # the driver's error, whichever engine
+        conn.rollback()
+        raise SandboxError(f"{', '.join(p.table.name for p in group)} (which reference each other) refused a "
+                           f"generated row: {' '.join(str(exc).split())}",
+                           "give these tables data files instead (`data: {file: ...}`); tables loaded before keep "
+                           "their rows") from None
+    conn.commit()
 
 
 def _count(conn, placement: Placement) -> int:
@@ -67,16 +156,45 @@ def _count(conn, placement: Placement) -> int:
         return cur.fetchone()[0]
 
 
-def in_reference_order(tables: list[Placement]) -> list[Placement]:
-    """The tables with each one after those it references (a cycle of references keeps the given order)."""
+def reference_groups(tables: list[Placement]) -> list[list[Placement]]:
+    """The tables in groups, each group after the groups it references and otherwise in the given order: a table
+    alone, or tables that reference each other in a cycle (Tarjan's strongly connected components)."""
     by_name = {p.table.name: p for p in tables}
-    graph = {p.table.name: {fk.references_table for fk in p.table.foreign_keys
-                            if fk.references_table in by_name and fk.references_table != p.table.name}
+    edges = {p.table.name: [fk.references_table for fk in p.table.foreign_keys if fk.references_table in by_name]
              for p in tables}
-    try:
-        return [by_name[name] for name in graphlib.TopologicalSorter(graph).static_order()]
-    except graphlib.CycleError:
-        return tables
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[Placement]] = []
+
+    def visit(name: str) -> None:
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        for other in edges[name]:
+            if other not in index:
+                visit(other)
+                low[name] = min(low[name], low[other])
+            elif other in stack:
+                low[name] = min(low[name], index[other])
+        if low[name] == index[name]:
+            members = []
+            while not members or members[-1] != name:
+                members.append(stack.pop())
+            groups.append([by_name[n] for n in by_name if n in members])
+
+    for placement in tables:
+        if placement.table.name not in index:
+            visit(placement.table.name)
+    return groups
+
+
+def in_reference_order(tables: list[Placement]) -> list[Placement]:
+    """The tables with each one after those it references (the tables of a cycle in the given order)."""
+    return [placement for group in reference_groups(tables) for placement in group]
+
+
+def _references_itself(placement: Placement) -> bool:
+    return any(fk.references_table == placement.table.name for fk in placement.table.foreign_keys)
 
 
 def referenced_rows(conn, placement: Placement, tables: list[Placement]) -> dict[str, list[dict]]:
@@ -107,6 +225,8 @@ def generated_rows(placement: Placement, count: int, seed: int,
     keys: set[tuple] = set()
     counting = len(table.primary_key) == 1 and table.column(table.primary_key[0]).type in ("int", "smallint",
                                                                                             "bigint")
+    references = {fk.column for fk in table.foreign_keys}
+    used: dict[str, set] = {}
     for _ in range(count * DRAWS_PER_ROW):  # a key that is a reference has as many values as the referenced rows
         if len(keys) == count:
             return
@@ -117,26 +237,38 @@ def generated_rows(placement: Placement, count: int, seed: int,
             for name in table.primary_key:
                 while row[name] is None:
                     row[name] = random_value(table.column(name), rng)
-        row |= _references_of(table, referenced or {}, rng)
+        row |= _references_of(table, referenced or {}, rng, used)
         key = {name: row[name] for name in table.primary_key}
-        row |= {c.name: unique_value(c, key, rng) for c in table.columns if c.unique and c.name not in key}
+        row |= {c.name: unique_value(c, key, rng) for c in table.columns
+                if c.unique and c.name not in key and c.name not in references}
         if tuple(str(value) for value in key.values()) not in keys:
             keys.add(tuple(str(value) for value in key.values()))
             yield row
 
 
-def _references_of(table, referenced: dict[str, list[dict]], rng: random.Random) -> dict:
-    """The reference columns' values, each referenced table's from one of its rows."""
+def _references_of(table, referenced: dict[str, list[dict]], rng: random.Random,
+                   used: dict[str, set] | None = None) -> dict:
+    """The reference columns' values, each referenced table's from one of its rows; a reference column with a
+    UNIQUE constraint takes a row no other generated row took (`used`: the values taken, by column)."""
+    used = {} if used is None else used
     values = {}
     for name, rows in referenced.items():
-        chosen = rng.choice(rows) if rows else None
-        for fk in table.foreign_keys:
-            if fk.references_table != name:
+        columns = [fk for fk in table.foreign_keys if fk.references_table == name]
+        unique = [fk.column for fk in columns if fk.column in table.column_names and table.column(fk.column).unique]
+        free = [row for row in rows if all(row[fk.references_column] not in used.get(fk.column, ())
+                                           for fk in columns if fk.column in unique)]
+        chosen = rng.choice(free) if free else None
+        for fk in columns:
+            if fk.column not in table.column_names:
                 continue
             if chosen is None and not table.column(fk.column).nullable:
-                raise SandboxError(f"{table.name}.{fk.column} references {name}, which holds no rows",
-                                   f"give {name} rows (`data:` in the project file) before {table.name}")
+                raise SandboxError(f"{table.name}.{fk.column} references {name}, which holds no rows"
+                                   + (" it has not taken already" if rows else ""),
+                                   f"give {name} rows (`data:` in the project file) before {table.name}"
+                                   + (", as many as it" if rows else ""))
             values[fk.column] = None if chosen is None else chosen[fk.references_column]
+            if fk.column in unique and chosen is not None:
+                used.setdefault(fk.column, set()).add(values[fk.column])
     return values
 
 

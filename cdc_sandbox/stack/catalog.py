@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 
 from cdc_sandbox.config import CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
+from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
+from cdc_sandbox.schema import TIMESTAMP
 from cdc_sandbox.schema import DOUBLE, FLOAT, TEXT_FORMS, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, ForeignKey, Table
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.tickit_data.ddl import dialect_of, qualified, quote
@@ -137,16 +138,17 @@ def read_catalog(settings: Settings, source: str, captured: list[CapturedTable])
     return tables
 
 
-def read_tables(settings: Settings, source: str, names: list[tuple[str, str]]) \
+def read_tables(settings: Settings, source: str, names: list[tuple[str, str]], loadable: bool = False) \
         -> tuple[dict[str, Table], dict[str, Uncomparable]]:
     """The tables (namespace, name) the source's catalog holds, described; apart, those with a column of a type
-    the sandbox cannot compare, each with why."""
+    the sandbox cannot compare, each with why. `loadable`: such a table is described without those columns (what
+    a load writes: they take their DEFAULT, or NULL)."""
     read = _postgres_table if source == "postgres" else _mysql_table
     found, left_out = {}, {}
     with _catalog_connection(settings, source) as conn, conn.cursor() as cur:
         for namespace, name in names:
             try:
-                described = read(cur, namespace, name)
+                described = read(cur, namespace, name, loadable)
             except Uncomparable as exc:
                 left_out[name] = exc
                 continue
@@ -183,7 +185,33 @@ def _catalog_connection(settings: Settings, source: str):
     return connection(settings, source, database if source == "postgres" else None)
 
 
-def _postgres_table(cur, schema: str, name: str) -> Table | None:
+def left_out_placements(settings: Settings) -> list[Placement]:
+    """The tables capture leaves out (`config.Source.left_out`), described for loading: rows of the captured tables
+    may reference them."""
+    result = []
+    for source in settings.topology.sources.values():
+        if source.left_out:
+            tables, _ = read_tables(settings, source.name, list(source.left_out), loadable=True)
+            result += [Placement(tables[name], CapturedTable(source.name, namespace, name), dialect_of(source.engine))
+                       for namespace, name in source.left_out if name in tables]
+    return result
+
+
+def _described_columns(dialect: str, table: str, rows, loadable: bool) -> tuple[Column, ...]:
+    """(name, SQL type, nullable[, labels]) rows as columns; `loadable` leaves out a column of a type the sandbox
+    cannot compare instead of raising `Uncomparable`."""
+    columns = []
+    for name, sql_type, nullable, *labels in rows:
+        try:
+            columns.append(logical_column(dialect, table, name, sql_type, nullable, tuple(labels[0] or ()) if labels
+                                          else ()))
+        except Uncomparable:
+            if not loadable:
+                raise
+    return tuple(columns)
+
+
+def _postgres_table(cur, schema: str, name: str, loadable: bool = False) -> Table | None:
     cur.execute("SELECT to_regclass(%s)", (f'"{schema}"."{name}"',))
     (oid,) = cur.fetchone()
     if oid is None:
@@ -199,8 +227,7 @@ def _postgres_table(cur, schema: str, name: str) -> Table | None:
         "JOIN pg_type r ON r.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END "
         "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
         (f'"{schema}"."{name}"',))
-    columns = tuple(logical_column("postgres", name, column, sql_type, nullable, tuple(labels or ()))
-                    for column, sql_type, nullable, labels in cur.fetchall())
+    columns = _described_columns("postgres", name, cur.fetchall(), loadable)
     cur.execute(
         "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
         "WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)",
@@ -212,23 +239,61 @@ def _postgres_table(cur, schema: str, name: str) -> Table | None:
         (f'"{schema}"."{name}"',))
     unique = {row[0] for row in cur.fetchall()}
     cur.execute(
-        "SELECT a.attname, r.relname, ra.attname FROM pg_constraint c, unnest(c.conkey, c.confkey) AS k(own, other), "
-        "pg_attribute a, pg_class r, pg_attribute ra WHERE c.conrelid = %s::regclass AND c.contype = 'f' "
+        # A partitioned table's references may be declared on its partitions alone (as pg_dump of a table whose
+        # partitions were attached writes them): the table's rows must keep to them all the same.
+        "SELECT DISTINCT ON (a.attname, r.relname) a.attname, r.relname, ra.attname "
+        "FROM pg_constraint c, unnest(c.conkey, c.confkey) AS k(own, other), "
+        "pg_attribute a, pg_class r, pg_attribute ra WHERE c.contype = 'f' "
+        "AND (c.conrelid = %s::regclass OR c.conrelid IN (SELECT relid FROM pg_partition_tree(%s::regclass))) "
         "AND a.attrelid = c.conrelid AND a.attnum = k.own AND r.oid = c.confrelid "
-        "AND ra.attrelid = c.confrelid AND ra.attnum = k.other ORDER BY c.conname, a.attnum",
-        (f'"{schema}"."{name}"',))
-    return _with_unique(Table(name, columns, key, _references(cur.fetchall())), unique)
+        "AND ra.attrelid = c.confrelid AND ra.attnum = k.other ORDER BY a.attname, r.relname",
+        (f'"{schema}"."{name}"', f'"{schema}"."{name}"'))
+    references = _references(cur.fetchall())
+    cur.execute(
+        "SELECT a.attname, pg_get_constraintdef(c.oid) FROM pg_attribute a "
+        "JOIN pg_constraint c ON c.contypid = a.atttypid AND c.contype = 'c' "
+        "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped "
+        "UNION ALL SELECT a.attname, pg_get_constraintdef(c.oid) FROM pg_constraint c "
+        "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
+        "WHERE c.conrelid = %s::regclass AND c.contype = 'c' AND cardinality(c.conkey) = 1",
+        (f'"{schema}"."{name}"', f'"{schema}"."{name}"'))
+    checks = cur.fetchall()
+    return _with_partitions(_with_checks(_with_unique(Table(name, columns, key, references), unique), checks),
+                            _partition_bounds(cur, f'"{schema}"."{name}"'))
 
 
-def _mysql_table(cur, database: str, name: str) -> Table | None:
+def _partition_bounds(cur, name: str) -> dict[str, tuple[tuple[str | None, ...], ...]]:
+    """A partitioned table's one partition key column and its partitions' bounds (`Column.partitions`); nothing
+    where a default partition takes any row, or the key is more than one column or an expression."""
+    cur.execute("SELECT pg_get_partkeydef(%s::regclass)", (name,))
+    (key,) = cur.fetchone()
+    single = re.fullmatch(r"(RANGE|LIST) \(\"?(\w+)\"?\)", key or "")
+    if not single:
+        return {}
+    cur.execute("SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                "WHERE i.inhparent = %s::regclass", (name,))
+    bounds = [row[0] for row in cur.fetchall()]
+    if not bounds or any(bound == "DEFAULT" for bound in bounds):
+        return {}
+    values = [tuple(None if v in ("MINVALUE", "MAXVALUE") else v.strip("'")
+                    for v in re.findall(r"'(?:[^']|'')*'|MINVALUE|MAXVALUE|-?[\d.]+", bound)) for bound in bounds]
+    return {single.group(2): tuple(values)}
+
+
+def _with_partitions(table: Table, bounds: dict[str, tuple]) -> Table:
+    return replace(table, columns=tuple(replace(c, partitions=bounds[c.name]) if c.name in bounds else c
+                                        for c in table.columns))
+
+
+def _mysql_table(cur, database: str, name: str, loadable: bool = False) -> Table | None:
     cur.execute("SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE = 'YES' FROM information_schema.COLUMNS "
                 "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (database, name))
     described = cur.fetchall()
     if not described:
         return None
     json_columns = _mysql_json_columns(cur, database, name)
-    columns = tuple(logical_column("mysql", name, column, "json" if column in json_columns else sql_type, bool(nullable))
-                    for column, sql_type, nullable in described)
+    columns = _described_columns("mysql", name, [(column, "json" if column in json_columns else sql_type, bool(nullable))
+                                                 for column, sql_type, nullable in described], loadable)
     cur.execute("SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s AND "
                 "TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION", (database, name))
     key = tuple(row[0] for row in cur.fetchall())
@@ -239,7 +304,47 @@ def _mysql_table(cur, database: str, name: str) -> Table | None:
     cur.execute("SELECT COLUMN_NAME, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
                 "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND REFERENCED_TABLE_NAME IS NOT NULL "
                 "ORDER BY CONSTRAINT_NAME, ORDINAL_POSITION", (database, name))
-    return _with_unique(Table(name, columns, key, _references(cur.fetchall())), unique)
+    references = _references(cur.fetchall())
+    cur.execute("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = %s "
+                "AND TABLE_NAME = %s", (database, name))
+    clauses = [clause for (clause,) in cur.fetchall()]
+    checks = [(column.name, clause) for column in columns for clause in clauses
+              if f"`{column.name}`" in clause and clause.count("`") == clause.count(f"`{column.name}`") * 2]
+    return _with_checks(_with_unique(Table(name, columns, key, references), unique), checks)
+
+
+def check_bounds(clause: str, column: str) -> tuple[int | None, int | None]:
+    """The lowest and highest integer a column's CHECK lets through, where the clause is a conjunction of simple
+    comparisons of the column (or a domain's VALUE) with numbers (`VALUE >= 1901 AND VALUE <= 2155`, as catalogs
+    write them); None where it says nothing simple."""
+    if re.search(r"\b(or|not|in|like|case)\b", clause, re.IGNORECASE):
+        return None, None
+    operand = "|".join(re.escape(name) for name in ("VALUE", column, f"`{column}`", f'"{column}"'))
+    bound = re.compile(rf"(?<![\w(])\(*(?:{operand})\)?\s*(>=|<=|>|<)\s*\(*'?(-?\d+)'?\)*(?:::\w+)?")
+    low = high = None
+    for operator, number in bound.findall(clause):
+        value = int(number)
+        if operator.startswith(">"):
+            value += operator == ">"
+            low = value if low is None else max(low, value)
+        else:
+            value -= operator == "<"
+            high = value if high is None else min(high, value)
+    return low, high
+
+
+def _with_checks(table: Table, checks) -> Table:
+    """An integer column's generated values kept inside its simple CHECK constraints (its domain's too)."""
+    columns = []
+    for column in table.columns:
+        limits = column.value_range if column.type in INTEGER_RANGES else None
+        for name, clause in checks:
+            low, high = check_bounds(clause, column.name) if name == column.name and limits else (None, None)
+            if low is not None or high is not None:
+                limits = (max(limits[0], low if low is not None else limits[0]),
+                          min(limits[1], high if high is not None else limits[1]))
+        columns.append(replace(column, limits=limits) if limits and limits != column.value_range else column)
+    return replace(table, columns=tuple(columns))
 
 
 def _references(rows) -> tuple[ForeignKey, ...]:
