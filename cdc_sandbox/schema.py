@@ -22,6 +22,7 @@ TIMESTAMP = "timestamp"  # a wall-clock time without zone, compared as UTC
 TIMESTAMPTZ = "timestamptz"  # an instant
 TIME = "time"  # a time of day without zone, compared as microseconds since midnight (MySQL's may pass 24 hours)
 TIMETZ = "timetz"  # a time of day with its offset, compared as microseconds since midnight in UTC
+ARRAY = "array"  # a Postgres array of one dimension (`Column.element` says of what), compared element by element
 BOOL = "bool"
 FLOAT = "float"  # binary floating point, single precision (Postgres real)
 DOUBLE = "double"  # binary floating point, double precision
@@ -29,9 +30,9 @@ JSON = "json"
 UUID = "uuid"
 BYTES = "bytes"
 LOGICAL_TYPES = frozenset({SMALLINT, INT, BIGINT, DECIMAL, NUMBER, STR, DATE, TIMESTAMP, TIMESTAMPTZ, BOOL, JSON,
-                           UUID, BYTES, FLOAT, DOUBLE, TIME, TIMETZ})
+                           UUID, BYTES, FLOAT, DOUBLE, TIME, TIMETZ, ARRAY})
 # Text of a grammar of its own (str only): what a generated value must look like, and how a driver may give it.
-TEXT_FORMS = frozenset({"inet", "cidr", "macaddr", "macaddr8", "xml", "set"})
+TEXT_FORMS = frozenset({"inet", "cidr", "macaddr", "macaddr8", "xml", "set", "tsvector"})
 
 INTEGER_RANGES = {
     SMALLINT: (-(2**15), 2**15 - 1),
@@ -58,6 +59,7 @@ class Column:
     # The partition key of a partitioned table without a default partition: each partition's bounds as the catalog
     # writes them, (from, to) of a range (None: unbounded) or the values of a list. Generated values fall in one.
     partitions: tuple[tuple[str | None, ...], ...] = ()
+    element: Column | None = None  # an array's elements (array only)
     # How the connector carries the value when its settings make it other than the type's own (so silver holds it
     # so): "string" or "double" (decimal.handling.mode), "base64"/"hex" (binary.handling.mode), "millis"
     # (time.precision.mode=connect, and a time of up to 3 digits in Postgres's adaptive mode). Empty: as the type itself.
@@ -68,6 +70,8 @@ class Column:
             raise ValueError(f"column {self.name}: unknown logical type {self.type!r}")
         if (self.max_length is not None or self.form) and self.type != STR:
             raise ValueError(f"column {self.name}: max_length and form are for str only")
+        if (self.type == ARRAY) != (self.element is not None):
+            raise ValueError(f"column {self.name}: an array, and only an array, has an element type")
         if self.form and self.form not in TEXT_FORMS:
             raise ValueError(f"column {self.name}: unknown text form {self.form!r}")
         if (self.type == DECIMAL) != (self.precision is not None and self.scale is not None):
@@ -86,6 +90,8 @@ class Column:
         """The type as the source declares it."""
         if self.sql_type:
             return self.sql_type
+        if self.element is not None:
+            return self.element.original_sql_type + "[]"
         if self.type == STR:
             length = f"({self.max_length})" if self.max_length else ""
             return f"{'char' if self.fixed_length else 'varchar'}{length}"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR
+from cdc_sandbox.schema import ARRAY, BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR
 from cdc_sandbox.schema import DOUBLE, FLOAT, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column
 from cdc_sandbox.sources.normalize import single_precision, time_text
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
@@ -213,13 +213,14 @@ class Mutator:
     # --- the mutation kinds --------------------------------------------------------------------------------
     def insert(self, table: str, values: dict) -> Change:
         p = self.placement(table)
-        return self._apply(p, "insert", self._key_of(p, values), p.insert_sql(list(values)), tuple(values.values()))
+        return self._apply(p, "insert", self._key_of(p, values), p.insert_sql(list(values)), parameters(p, values))
 
     def update(self, table: str, key: dict, values: dict) -> Change:
         p = self.placement(table)
         sets = ", ".join(f"{quote(p.dialect, c)} = %s" for c in values)
         where, params = self._where(p, key)
-        return self._apply(p, "update", key, f"UPDATE {p.name} SET {sets} WHERE {where}", (*values.values(), *params))
+        return self._apply(p, "update", key, f"UPDATE {p.name} SET {sets} WHERE {where}",
+                           (*parameters(p, values), *params))
 
     def delete(self, table: str, key: dict) -> Change:
         p = self.placement(table)
@@ -407,7 +408,7 @@ class Mutator:
         with conn.cursor() as cur:
             if self.source_clock is not None:
                 _set_session_clock(cur, p.dialect, self.source_clock)
-            cur.execute(sql, tuple(sql_parameter(value) for value in params))
+            cur.execute(sql, params)
             affected = cur.rowcount
             if self.source_clock is not None:
                 _set_session_clock(cur, p.dialect, None)
@@ -553,11 +554,19 @@ class Mutator:
                 return dict(zip(names, cur.fetchone()))
 
 
-def sql_parameter(value):
-    """A JSON value (a dict or list, as drivers read it) as the JSON text the column takes."""
-    if isinstance(value, (dict, list)):
+def sql_parameter(value, column: Column | None = None):
+    """A value as the driver takes it for the column: a JSON value (a dict or list, as drivers read it) as the JSON
+    text the column takes; an array's list as it is."""
+    if isinstance(value, (dict, list)) and (column is None or column.type != ARRAY):
         return json.dumps(value)
     return value
+
+
+def parameters(p: Placement, values: dict) -> tuple:
+    """A row's values (by column name) as the driver takes them for the table's columns."""
+    columns = set(p.table.column_names)
+    return tuple(sql_parameter(value, p.table.column(name) if name in columns else None)
+                 for name, value in values.items())
 
 
 def _set_session_clock(cur, dialect: str, at: dt.datetime | None) -> None:
@@ -648,6 +657,9 @@ def random_value(column: Column, rng: random.Random):
         return None
     if column.partitions:
         return _in_a_partition(column, rng)
+    if column.type == ARRAY:  # never all NULLs: the server could not tell the array's type
+        elements = [random_value(column.element, rng) for _ in range(rng.randint(0, 4))]
+        return elements if any(e is not None for e in elements) else []
     edge = rng.random() < 0.1
     if column.type in (INT, SMALLINT, BIGINT):
         low, high = column.value_range
@@ -745,6 +757,8 @@ def _formed_text(column: Column, rng: random.Random) -> str:
         return ":".join(f"{octet:02x}" for octet in octets[:6 if column.form == "macaddr" else 8])
     if column.form == "set":
         return ",".join(label for label in column.labels if rng.random() < 0.5)
+    if column.form == "tsvector":  # words, which the server keeps sorted and once each
+        return " ".join(_text(rng, 8).replace(" ", "") or "x" for _ in range(rng.randint(1, 5)))
     return f"<note n=\"{rng.randint(0, 999)}\">{_text(rng, 20).replace('&', '').replace('<', '')}</note>"
 
 

@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, JSON, NUMBER, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID
-from cdc_sandbox.schema import Column
+from cdc_sandbox.schema import ARRAY, Column
 from cdc_sandbox.schema import Table
 
 
 def normalizer(column: Column) -> Callable[[object], object] | None:
     """The conversion this column's non-null values need, or None."""
+    if column.type == ARRAY:
+        return functools.partial(_elements, normalizer(column.element))
     if column.type == BOOL:
         return bool
     if column.fixed_length:
@@ -53,6 +55,11 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
     if column.type == DOUBLE:
         return float
     return None
+
+
+def _elements(convert, value) -> tuple:
+    """An array as a tuple of its elements, each converted as a column of the element type would be."""
+    return tuple(_convert(convert, element) for element in value)
 
 
 def _micros_of_day(unit: int, value) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.sources.mutations import random_value, sql_parameter, unique_value
+from cdc_sandbox.sources.mutations import parameters, random_value, unique_value
 from cdc_sandbox.stack.catalog import Placement, left_out_placements, placements
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.stack.source_tables import create_tables
@@ -137,7 +137,7 @@ def _insert_unchecked(conn, group: list[Placement], rows: dict[str, list[dict]])
                         else "SET FOREIGN_KEY_CHECKS = 0")
             for placement in group:
                 names = placement.table.column_names
-                cur.executemany(placement.insert_sql(names), [tuple(sql_parameter(row[n]) for n in names)
+                cur.executemany(placement.insert_sql(names), [parameters(placement, {n: row[n] for n in names})
                                                               for row in rows[placement.table.name]])
             if dialect == MYSQL:
                 cur.execute("SET FOREIGN_KEY_CHECKS = 1")
@@ -274,7 +274,7 @@ def _references_of(table, referenced: dict[str, list[dict]], rng: random.Random,
 
 def _insert(conn, placement: Placement, rows: Iterator[dict]) -> int:
     names = placement.table.column_names
-    values = [tuple(sql_parameter(row[n]) for n in names) for row in rows]
+    values = [parameters(placement, {n: row[n] for n in names}) for row in rows]
     _begin(conn, placement)
     try:
         with conn.cursor() as cur:
@@ -379,7 +379,7 @@ def _load_parquet(conn, placement: Placement, path: Path) -> int:
         raise SandboxError(f"{path}: columns {', '.join(unknown)} are not columns of {placement.table.name}",
                            "name the table's columns: " + ", ".join(placement.table.column_names))
     names = table.column_names
-    rows = [tuple(sql_parameter(row[name]) for name in names) for row in table.to_pylist()]
+    rows = [parameters(placement, {name: row[name] for name in names}) for row in table.to_pylist()]
     statement = placement.insert_sql(names)
     _begin(conn, placement)
     try:

@@ -63,6 +63,9 @@ def session_conf(config: JobConfig, java_options: str = "") -> dict[str, str]:
         # S3A leaves the empty "directory" marker objects in place instead of deleting every parent's marker after
         # each file it writes (a bulk delete per file): Hadoop 3.3.1 and later read either layout.
         "spark.hadoop.fs.s3a.directory.marker.retention": "keep",
+        # Arrays as Parquet's three-level lists: parquet-avro's old two-level ones cannot hold a NULL element, and
+        # Hudi's writer then fails the batch on a Postgres array such as '{a,NULL}'.
+        "spark.hadoop.parquet.avro.write-old-list-structure": "false",
         **driver_conf(config, java_options),
     }
     if config.s3_endpoint:

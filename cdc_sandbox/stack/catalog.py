@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from cdc_sandbox.config import CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
-from cdc_sandbox.schema import TIMESTAMP
+from cdc_sandbox.schema import ARRAY, TIMESTAMP
 from cdc_sandbox.schema import DOUBLE, FLOAT, TEXT_FORMS, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, ForeignKey, Table
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.tickit_data.ddl import dialect_of, qualified, quote
@@ -21,7 +21,8 @@ from cdc_sandbox.tickit_data.ddl import dialect_of, qualified, quote
 SUPPORTED = {
     "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, citext, an enum type, "
                 "date, timestamp, timestamptz, time, timetz, boolean, json, jsonb, uuid, bytea, real, double precision, "
-                "inet, cidr, macaddr, macaddr8, xml, a domain over any of these",
+                "inet, cidr, macaddr, macaddr8, xml, tsvector, a domain over any of these, and arrays of text, "
+                "varchar, integers, numeric(p,s), boolean, real and double precision",
     "mysql": "tinyint(1)/boolean, tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
              "double, varchar(n), char(n), text, enum, set, date, datetime(p), timestamp(p), time(p), json, binary, "
              "varbinary, blob",
@@ -373,6 +374,8 @@ def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable:
     """The logical column for a SQL type as the source's catalog names it; a type the sandbox cannot compare
     exactly raises `Uncomparable`, naming the table and column."""
     text = sql_type.lower().strip()
+    if dialect == "postgres" and text.endswith("[]"):
+        return _array_column(table, name, sql_type, nullable)
     size = _LENGTH.search(text)
     first, second = (int(size.group(1)), int(size.group(2)) if size.group(2) else None) if size else (None, None)
     base = _LENGTH.sub("", text).replace(" zerofill", "").strip()
@@ -390,6 +393,22 @@ def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable:
         raise Uncomparable(f"{table}.{name} has type {sql_type}: Spark's and Hudi's decimals hold {MAX_PRECISION} "
                            f"digits at most", f"use a precision up to {MAX_PRECISION}")
     return Column(type=kind, **column, **options)
+
+
+ARRAY_ELEMENTS = frozenset({STR, SMALLINT, INT, BIGINT, DECIMAL, BOOL, FLOAT, DOUBLE})
+
+
+def _array_column(table: str, name: str, sql_type: str, nullable: bool) -> Column:
+    """An array whose elements Debezium carries as Avro values of their own (dates and times are carried as
+    numbers inside an array, which silver keeps so: not compared yet)."""
+    try:
+        element = logical_column("postgres", table, name, sql_type.strip()[:-2], True)
+    except Uncomparable:
+        element = None
+    if element is None or element.type not in ARRAY_ELEMENTS or element.labels or element.form or element.carried:
+        raise Uncomparable(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",
+                           f"the types it compares: {SUPPORTED['postgres']}")
+    return Column(name, ARRAY, nullable=nullable, sql_type=sql_type, element=element)
 
 
 def _postgres_type(base: str, first: int | None, second: int | None):

@@ -131,6 +131,10 @@ def _drop_created(settings: Settings, source: Source, before: list[tuple[str, st
 
 
 def _check(settings: Settings, source: Source) -> None:
+    ran = read_ddl_runs(settings.state_dir).get(ddl_run_key(source.name, source.database))
+    if ran is not None and ran.left_out and not ran.tables:
+        raise SandboxError(f"{source.ddl}: every table it makes is left out of capture, so {source.name} has "
+                           f"nothing to capture", "see the lines above for why each is left out")
     tables = catalog.source_tables(settings, source.name)
     problems = [f"{t.namespace}.{t.name} is not in the catalog after the file ran" for t in source.tables
                 if t.name not in tables]

@@ -489,7 +489,11 @@ TYPES_PG = """\
         opens time,
         opens_ms time(3),
         closes timetz,
-        config xml
+        config xml,
+        tags text[],
+        scores numeric(6,2)[],
+        ports integer[],
+        words tsvector
     );
     CREATE TABLE places (id integer PRIMARY KEY, spot point);
     CREATE TABLE scratch (id integer PRIMARY KEY);
@@ -501,8 +505,8 @@ TYPES_PG = """\
 @pytest.mark.slow
 def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_the_oracle(sandbox, spark, request,
                                                                                            tmp_path):
-    """Times with and without zone (to microseconds and to milliseconds), addresses, citext and xml go through
-    Debezium and the job and compare exactly; a table made by a DO block is captured though no CREATE TABLE names
+    """Times with and without zone (to microseconds and to milliseconds), addresses, citext, xml, arrays and
+    tsvector go through Debezium and the job and compare exactly; a table made by a DO block is captured though no CREATE TABLE names
     it, one created and dropped is not, and one with a point (which the sandbox cannot compare) is left out with a
     warning, its rows kept, the rest going up."""
     name = f"types_pg_{secrets.token_hex(3)}"
@@ -525,11 +529,13 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
                                      "opens": dt.time(23, 59, 59, 999999), "opens_ms": dt.time(0, 0, 0, 1000),
                                      "closes": dt.time(1, 30, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30))),
                                      "config": "<a b=\"1\">x</a>"})
-            mutator.update("hosts", {"id": 1}, {"address": "10.0.0.1/8", "opens": dt.time(0, 0), "login": None})
+            mutator.update("hosts", {"id": 1}, {"address": "10.0.0.1/8", "opens": dt.time(0, 0), "login": None,
+                                                "tags": ["a,b", None, "{}", ""], "scores": [Decimal("-9999.99")],
+                                                "ports": [], "words": "the quick brown fox"})
             mutator.update_key("hosts", {"id": 2}, {"id": 200})
             mutator.delete("hosts", {"id": 3})
             mutator.insert("audit_log", {"id": 9, "what": "made by a DO block"})
-            oracle.round("times, addresses, citext and xml; a table the text does not name")
+            oracle.round("times, addresses, citext, xml, arrays, tsvector; a table the text does not name")
             oracle.verify_history()
     finally:
         _remove_database(sandbox, directory, name, [])

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from cdc_sandbox.harness.running.timeline import Commit
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
-from cdc_sandbox.schema import DOUBLE, FLOAT, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, Table
+from cdc_sandbox.schema import ARRAY, DOUBLE, FLOAT, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, Table
 from cdc_sandbox.sources.normalize import normalize_column, row_normalizer
 from cdc_sandbox.spark_jobs import queries
 
@@ -269,6 +269,8 @@ def arrow_type(column: Column, dialect: str) -> pa.DataType:
            JSON: pa.string(), UUID: pa.string(), BYTES: pa.binary(), DATE: pa.date32(), BOOL: pa.bool_(),
            TIMESTAMP: pa.timestamp("us", tz="UTC"), TIMESTAMPTZ: pa.timestamp("us", tz="UTC"), FLOAT: pa.float32(),
            DOUBLE: pa.float64(), TIMETZ: pa.string()}
+    if column.type == ARRAY:
+        return pa.list_(arrow_type(column.element, dialect))
     if column.type == TIME:  # Debezium's count since midnight: milliseconds in 32 bits, microseconds in 64
         return pa.int32() if column.carried == "millis" else pa.int64()
     if column.type == DECIMAL:
