@@ -31,7 +31,7 @@ from cdc_sandbox.schema import ARRAY, BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, J
 from cdc_sandbox.schema import DOUBLE, FLOAT, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column
 from cdc_sandbox.sources.normalize import single_precision, time_text
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
-from cdc_sandbox.stack.catalog import Placement, placements
+from cdc_sandbox.stack.catalog import Placement, left_out_placements, placements
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.stack.services.sqlserver_cdc import refresh_capture_instance_batch
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, quote
@@ -81,8 +81,8 @@ def same_key(event_key: dict | None, journaled: dict) -> bool:
 
 
 def _same_value(value, journaled) -> bool:
-    """The journal keeps a decimal as text, bytes as base64 and a date as ISO text (an event gives its days since
-    1970)."""
+    """The journal keeps a decimal as text, bytes as base64 and dates and times as ISO text (an event gives a date's
+    days since 1970, a timestamp's milliseconds or microseconds, a timestamptz's ISO text in UTC)."""
     if value == journaled or not isinstance(journaled, str):
         return value == journaled
     if isinstance(value, int) and not isinstance(value, bool) and ISO_DATE.fullmatch(journaled):
@@ -91,10 +91,30 @@ def _same_value(value, journaled) -> bool:
         try:
             return value == Decimal(journaled)
         except InvalidOperation:
-            return False
+            pass  # a timestamp's count, journaled as ISO text
     if isinstance(value, bytes):
         return base64.b64encode(value).decode() == journaled
+    moment = _instant(journaled)
+    if moment is None:
+        return False
+    if isinstance(value, str):  # a timestamptz: Debezium's ISO text in UTC
+        return _instant(value) == moment
+    if isinstance(value, int) and not isinstance(value, bool):  # a timestamp: milliseconds or microseconds
+        micros = (moment - EPOCH) // dt.timedelta(microseconds=1)
+        return value in (micros, micros / 1000)
     return False
+
+
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _instant(text: str) -> dt.datetime | None:
+    """An ISO date and time as naive UTC, or None for other text."""
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment.astimezone(dt.timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 class Journal:
@@ -489,12 +509,59 @@ class Mutator:
                     return key
         raise SandboxError(f"no free key of {table} found in 100 draws", "delete rows of the table, or reload it")
 
+    def new_row(self, table: str, rng: random.Random) -> dict:
+        """A row the table can take as it stands: a key no row has (its columns that are references naming rows
+        that exist), each reference naming an existing row, a UNIQUE column a value no row has, the rest drawn from
+        the column types (within partitions and simple CHECKs)."""
+        p = self.placement(table)
+        with table_connection(self.settings, p) as conn:
+            for _ in range(100):
+                row = {c.name: random_value(c, rng) for c in p.table.columns}
+                row |= self._references(conn, p, rng)
+                key_references = {fk.column for fk in p.table.foreign_keys} & set(p.table.primary_key)
+                if not key_references:
+                    row |= self.new_key(table, rng)
+                key = self._key_of(p, row)
+                row |= {c.name: unique_value(c, key, rng) for c in p.table.columns
+                        if c.unique and c.name not in key and c.name not in {fk.column for fk in p.table.foreign_keys}}
+                if self._read_row(conn, p, key) is None:
+                    return row
+        raise SandboxError(f"no new row of {table} found in 100 draws: every key its references allow is taken",
+                           "give the referenced tables more rows")
+
+    def _references(self, conn, p: Placement, rng: random.Random) -> dict:
+        """Values for the table's reference columns, a referenced table's from one of its rows (a UNIQUE reference
+        column's from a row no row of this table names yet)."""
+        values = {}
+        for referenced in dict.fromkeys(fk.references_table for fk in p.table.foreign_keys):
+            columns = [fk for fk in p.table.foreign_keys if fk.references_table == referenced]
+            target = self._placements.get(referenced) or next(
+                (q for q in left_out_placements(self.settings) if q.table.name == referenced), None)
+            if target is None or target.captured.source != p.captured.source:
+                continue
+            wanted = ", ".join(quote(p.dialect, fk.references_column) for fk in columns)
+            condition = " AND ".join(
+                f"{quote(p.dialect, fk.references_column)} NOT IN (SELECT {quote(p.dialect, fk.column)} FROM {p.name} "
+                f"WHERE {quote(p.dialect, fk.column)} IS NOT NULL)"
+                for fk in columns if p.table.column(fk.column).unique) or "1 = 1"
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT {wanted} FROM {target.name} WHERE {condition}")
+                found = cur.fetchall()
+            if found:
+                chosen = rng.choice(found)
+                values |= {fk.column: value for fk, value in zip(columns, chosen)}
+            elif any(not p.table.column(fk.column).nullable for fk in columns):
+                raise SandboxError(f"a new row of {p.table.name} must reference a row of {referenced}, and "
+                                   f"{referenced} has none it could take (a UNIQUE reference takes each row once)",
+                                   f"add rows to {referenced} first")
+        return values
+
     def next_key(self, table: str) -> int:
         """A key above every existing one, or, when that would not fit the key's type, the lowest one free."""
         p = self.placement(table)
         (pk,) = p.table.primary_key
         above = self._max_key(p) + 1
-        if above <= KEY_LIMITS[p.table.column(pk).type]:
+        if above <= p.table.column(pk).value_range[1]:  # a tinyint unsigned key ends at 255
             return above
         taken = set(self.rows(table))
         free = next((key for key in range(1, above) if (key,) not in taken), None)
@@ -536,7 +603,7 @@ class Mutator:
         with table_connection(self.settings, p) as conn:
             with conn.cursor() as cur:
                 cur.execute(f"SELECT COALESCE(MAX({quote(p.dialect, pk)}), 0) FROM {p.name}")
-                return cur.fetchone()[0]
+                return int(cur.fetchone()[0])  # MariaDB types COALESCE of an unsigned column as a decimal
 
     def _random_row(self, p: Placement, rng: random.Random) -> dict:
         column = ", ".join(quote(p.dialect, name) for name in p.table.primary_key)
