@@ -38,17 +38,30 @@ def load(settings: Settings, progress: Progress = lambda table, n: None) -> list
     """Each empty table filled, a referenced table before the tables that reference it; tables that reference each
     other (or a table itself) together. Tables capture leaves out are filled too: captured rows may reference them."""
     settings = create_tables(settings)
-    tables = placements(settings) + left_out_placements(settings)
+    left_out = left_out_placements(settings)
+    tables = placements(settings) + left_out
     results = []
     for group in reference_groups(tables):
         if len(group) == 1 and not _references_itself(group[0]):
-            results.append(_load_table(settings, group[0], tables, progress))
+            results.append(_load_table(settings, group[0], tables, progress, optional=group[0] in left_out))
         else:
             results += _load_group(settings, group, tables, progress)
     return results
 
 
-def _load_table(settings: Settings, placement: Placement, tables: list[Placement], progress: Progress) -> TableLoad:
+def _load_table(settings: Settings, placement: Placement, tables: list[Placement], progress: Progress,
+                optional: bool = False) -> TableLoad:
+    """`optional`: a table left out of capture, whose columns of a type the sandbox cannot make may refuse every
+    generated row; it then stays empty (a table that references it says so in its turn)."""
+    try:
+        return _fill(settings, placement, tables, progress)
+    except SandboxError as exc:
+        if not optional:
+            raise
+        return TableLoad(placement.table.name, 0, f"left empty (left out of capture): {exc.message}")
+
+
+def _fill(settings: Settings, placement: Placement, tables: list[Placement], progress: Progress) -> TableLoad:
     spec = settings.topology.silver_of(placement.table.name).data
     with table_connection(settings, placement) as conn:
         held = _count(conn, placement)

@@ -16,7 +16,7 @@ from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_
 from cdc_sandbox.schema import ARRAY, TIMESTAMP
 from cdc_sandbox.schema import DOUBLE, FLOAT, TEXT_FORMS, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, ForeignKey, Table
 from cdc_sandbox.stack.databases import connection
-from cdc_sandbox.tickit_data.ddl import dialect_of, qualified, quote
+from cdc_sandbox.tickit_data.ddl import POSTGRES, dialect_of, qualified, quote
 
 SUPPORTED = {
     "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, citext, an enum type, "
@@ -44,9 +44,11 @@ class Placement:
         return qualified(self.dialect, self.captured.namespace, self.table.name)
 
     def insert_sql(self, columns) -> str:
-        """INSERT of one row of these columns, its values as driver parameters."""
+        """INSERT of one row of these columns, its values as driver parameters; on Postgres a value given for an
+        identity column GENERATED ALWAYS is taken, as a load's or a replayed row's must be."""
         names = ", ".join(quote(self.dialect, c) for c in columns)
-        return f"INSERT INTO {self.name} ({names}) VALUES ({', '.join(['%s'] * len(columns))})"
+        overriding = " OVERRIDING SYSTEM VALUE" if self.dialect == POSTGRES else ""
+        return f"INSERT INTO {self.name} ({names}){overriding} VALUES ({', '.join(['%s'] * len(columns))})"
 
 
 def placements(settings: Settings, namespace_suffix: str = "") -> list[Placement]:
@@ -218,6 +220,8 @@ def _postgres_table(cur, schema: str, name: str, loadable: bool = False) -> Tabl
     if oid is None:
         return None
     # A domain's column is its base type, as Debezium carries it; NOT NULL on the domain holds for the column too.
+    # A generated column is no column here: the server computes it, and before Postgres 18 logical replication
+    # does not publish it.
     cur.execute(
         "SELECT a.attname, CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod) "
         "                       ELSE format_type(a.atttypid, a.atttypmod) END, "
@@ -226,7 +230,8 @@ def _postgres_table(cur, schema: str, name: str, loadable: bool = False) -> Tabl
         "                                       FROM pg_enum e WHERE e.enumtypid = r.oid) END "
         "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
         "JOIN pg_type r ON r.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END "
-        "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+        "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
+        "ORDER BY a.attnum",
         (f'"{schema}"."{name}"',))
     columns = _described_columns("postgres", name, cur.fetchall(), loadable)
     cur.execute(
@@ -288,7 +293,8 @@ def _with_partitions(table: Table, bounds: dict[str, tuple]) -> Table:
 
 def _mysql_table(cur, database: str, name: str, loadable: bool = False) -> Table | None:
     cur.execute("SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE = 'YES' FROM information_schema.COLUMNS "
-                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (database, name))
+                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND EXTRA NOT LIKE '%%GENERATED%%' "  # computed
+                "ORDER BY ORDINAL_POSITION", (database, name))
     described = cur.fetchall()
     if not described:
         return None

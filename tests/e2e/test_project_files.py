@@ -493,12 +493,13 @@ TYPES_PG = """\
         tags text[],
         scores numeric(6,2)[],
         ports integer[],
-        words tsvector
+        words tsvector,
+        host_text text GENERATED ALWAYS AS (host(address)) STORED
     );
     CREATE TABLE places (id integer PRIMARY KEY, spot point);
     CREATE TABLE scratch (id integer PRIMARY KEY);
     DROP TABLE scratch;
-    DO $$ BEGIN EXECUTE 'CREATE TABLE audit_log (id bigint PRIMARY KEY, what text)'; END $$;
+    DO $$ BEGIN EXECUTE 'CREATE TABLE audit_log (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, what text)'; END $$;
     """
 
 
@@ -508,7 +509,8 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
     """Times with and without zone (to microseconds and to milliseconds), addresses, citext, xml, arrays and
     tsvector go through Debezium and the job and compare exactly; a table made by a DO block is captured though no CREATE TABLE names
     it, one created and dropped is not, and one with a point (which the sandbox cannot compare) is left out with a
-    warning, its rows kept, the rest going up."""
+    warning, its rows kept, the rest going up. An identity key GENERATED ALWAYS takes the rows given; a generated
+    column is not compared."""
     name = f"types_pg_{secrets.token_hex(3)}"
     directory = project(tmp_path / "p", name, TYPES_PG, tables="tables:\n  hosts: {data: {generate: 30, seed: 5}}\n"
                         "  audit_log: {data: {generate: 5}}\n  places: {data: {generate: 3}}\n")
@@ -546,7 +548,9 @@ TYPES_MARIA = """\
         film_id smallint unsigned NOT NULL PRIMARY KEY,
         special_features set('Trailers','Commentaries','Deleted Scenes','Behind the Scenes'),
         runtime time(3),
-        rehearsal time
+        rehearsal time,
+        code varchar(10),
+        code_upper varchar(10) AS (upper(code)) VIRTUAL
     );
     CREATE TABLE address (address_id int PRIMARY KEY, location geometry NOT NULL);
     """
@@ -584,7 +588,8 @@ def test_a_mysql_set_and_times_pass_the_oracle_beside_a_table_left_out(sandbox, 
 
 def test_generated_rows_keep_to_foreign_keys_and_unique_columns(sandbox, tmp_path):
     """Tables filled in the order their references need, whatever order the file and the project list them in;
-    each reference (a composite one too) names a row that exists, and a UNIQUE column holds no value twice."""
+    each reference (a composite one too) names a row that exists, and a UNIQUE column holds no value twice; tables
+    that name each other, and a table that names itself, are filled together."""
     with connection(sandbox, "mysql") as conn, conn.cursor() as cur:  # the file runs, and the tables fill, each run
         cur.execute("DROP DATABASE IF EXISTS fk_maria")
     directory = project(tmp_path / "p", "fk_maria", """\
@@ -595,8 +600,13 @@ def test_generated_rows_keep_to_foreign_keys_and_unique_columns(sandbox, tmp_pat
         CREATE TABLE order_lines (order_id int NOT NULL, line int NOT NULL, sku varchar(8),
                                   PRIMARY KEY (order_id, line), FOREIGN KEY (order_id) REFERENCES orders (id));
         ALTER TABLE shipments ADD FOREIGN KEY (order_id, line) REFERENCES order_lines (order_id, line);
+        CREATE TABLE staff (id int PRIMARY KEY, manager_id int NOT NULL REFERENCES staff (id),
+                            desk_id int NOT NULL UNIQUE);
+        CREATE TABLE desks (id int PRIMARY KEY, staff_id int NOT NULL REFERENCES staff (id));
+        ALTER TABLE staff ADD FOREIGN KEY (desk_id) REFERENCES desks (id);
         """, engine="mariadb", tables="tables:\n  shipments: {data: {generate: 40}}\n  customers: {data: {generate: 30}}\n"
-                                     "  orders: {data: {generate: 60}}\n  order_lines: {data: {generate: 80}}\n")
+                                     "  orders: {data: {generate: 60}}\n  order_lines: {data: {generate: 80}}\n"
+                                     "  staff: {data: {generate: 12}}\n  desks: {data: {generate: 15}}\n")
     for command in (["up", "--skip-install"], ["load"]):
         done = run(sandbox, directory, *command)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -607,6 +617,12 @@ def test_generated_rows_keep_to_foreign_keys_and_unique_columns(sandbox, tmp_pat
         customers, orders, lines, shipments, referenced, tracking = cur.fetchone()
     assert (customers, orders, lines, shipments, tracking) == (30, 60, 80, 40, 40)
     assert referenced > 1  # references spread over the customers, not one row for all
+    with connection(sandbox, "mysql", "fk_maria") as conn, conn.cursor() as cur:  # a cycle and a table naming itself
+        cur.execute("SELECT (SELECT COUNT(*) FROM staff), (SELECT COUNT(*) FROM desks), "
+                    "(SELECT COUNT(*) FROM staff s JOIN staff m ON m.id = s.manager_id), "
+                    "(SELECT COUNT(*) FROM staff s JOIN desks d ON d.id = s.desk_id), "
+                    "(SELECT COUNT(*) FROM desks d JOIN staff s ON s.id = d.staff_id)")
+        assert cur.fetchone() == (12, 15, 12, 12, 15)
 
 
 def test_an_edited_ddl_file_is_noticed_and_its_tables_keep_their_rows(sandbox, tmp_path):
