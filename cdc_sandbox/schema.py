@@ -55,7 +55,9 @@ class Column:
     unsigned: bool = False  # an integer column that holds no negative value (decimal(20,0) for bigint unsigned)
     sql_type: str | None = None  # the type as the source's catalog names it
     unique: bool = False  # a UNIQUE constraint of its own (besides the primary key): generated rows draw new values
-    limits: tuple[int, int] | None = None  # an integer column's range where the source type's is narrower (tinyint)
+    # An integer column's range where the source type's is narrower (tinyint); a decimal's, as unscaled digits, where
+    # its type's is narrower than its precision says (money).
+    limits: tuple[int, int] | None = None
     # The partition key of a partitioned table without a default partition: each partition's bounds as the catalog
     # writes them, (from, to) of a range (None: unbounded) or the values of a list. Generated values fall in one.
     partitions: tuple[tuple[str | None, ...], ...] = ()

@@ -736,6 +736,8 @@ def random_value(column: Column, rng: random.Random):
         low = 0 if column.unsigned else -largest
         if column.unsigned and column.precision == 20 and column.scale == 0:  # bigint unsigned
             largest = 2**64 - 1
+        if column.limits:
+            low, largest = column.limits
         digits = rng.choice([low, largest, 0]) if edge else rng.randint(0, min(largest, 10**6 * 10**column.scale))
         return _exact(digits, column.scale)
     if column.type == NUMBER:

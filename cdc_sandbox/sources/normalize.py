@@ -12,10 +12,11 @@ import datetime as dt
 import functools
 import ipaddress
 import json
+import re
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, JSON, NUMBER, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID
 from cdc_sandbox.schema import ARRAY, Column
@@ -154,8 +155,14 @@ def _to_millis(value):
 
 
 def _decimal(value) -> Decimal:
-    """Exact: a decimal carried as text (any scale) equals the source's number of the same value."""
-    return value if isinstance(value, Decimal) else Decimal(str(value))
+    """Exact: a decimal carried as text (any scale) equals the source's number of the same value; a driver gives
+    money as the server writes it (`-$1,234.50`)."""
+    if isinstance(value, Decimal):
+        return value
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        return Decimal(re.sub(r"[^\d.\-]", "", str(value)))
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,14 @@ SUPPORTED = {
     "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, citext, an enum type, "
                 "date, timestamp, timestamptz, time, timetz, boolean, json, jsonb, uuid, bytea, real, double precision, "
                 "inet, cidr, macaddr, macaddr8, xml, tsvector, a domain over any of these, and arrays of text, "
-                "varchar, integers, numeric(p,s), boolean, real and double precision",
+                "varchar, integers, numeric(p,s), boolean, real and double precision; with decimal.handling.mode "
+                "string or double also money and numeric of over 38 digits",
     "mysql": "tinyint(1)/boolean, tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
              "double, varchar(n), char(n), text, enum, set, date, datetime(p), timestamp(p), time(p), json, binary, "
-             "varbinary, blob",
+             "varbinary, blob; with decimal.handling.mode string or double also decimal of over 38 digits",
 }
 MAX_PRECISION = 38
+MONEY_PRECISION = 64  # what Debezium writes for a money column's decimal
 _cache: dict[tuple, dict[str, Table]] = {}
 
 
@@ -151,7 +153,7 @@ def read_tables(settings: Settings, source: str, names: list[tuple[str, str]], l
     with _catalog_connection(settings, source) as conn, conn.cursor() as cur:
         for namespace, name in names:
             try:
-                described = read(cur, namespace, name, loadable)
+                described = read(cur, namespace, name, Reading(loadable, _decimal_mode(settings, source)))
             except Uncomparable as exc:
                 left_out[name] = exc
                 continue
@@ -200,21 +202,33 @@ def left_out_placements(settings: Settings) -> list[Placement]:
     return result
 
 
-def _described_columns(dialect: str, table: str, rows, loadable: bool) -> tuple[Column, ...]:
-    """(name, SQL type, nullable[, labels]) rows as columns; `loadable` leaves out a column of a type the sandbox
-    cannot compare instead of raising `Uncomparable`."""
+@dataclass(frozen=True)
+class Reading:
+    """How a table is read: `loadable` describes it without the columns the sandbox cannot compare (instead of
+    raising `Uncomparable`); `decimal_mode` is the source's `decimal.handling.mode`."""
+
+    loadable: bool = False
+    decimal_mode: str = "precise"
+
+
+def _decimal_mode(settings: Settings, source: str) -> str:
+    return settings.topology.sources[source].debezium.get("decimal.handling.mode", "precise")
+
+
+def _described_columns(dialect: str, table: str, rows, reading: Reading) -> tuple[Column, ...]:
+    """(name, SQL type, nullable[, labels]) rows as columns (`Reading`)."""
     columns = []
     for name, sql_type, nullable, *labels in rows:
         try:
             columns.append(logical_column(dialect, table, name, sql_type, nullable, tuple(labels[0] or ()) if labels
-                                          else ()))
+                                          else (), reading.decimal_mode))
         except Uncomparable:
-            if not loadable:
+            if not reading.loadable:
                 raise
     return tuple(columns)
 
 
-def _postgres_table(cur, schema: str, name: str, loadable: bool = False) -> Table | None:
+def _postgres_table(cur, schema: str, name: str, reading: Reading = Reading()) -> Table | None:
     cur.execute("SELECT to_regclass(%s)", (f'"{schema}"."{name}"',))
     (oid,) = cur.fetchone()
     if oid is None:
@@ -233,7 +247,7 @@ def _postgres_table(cur, schema: str, name: str, loadable: bool = False) -> Tabl
         "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
         "ORDER BY a.attnum",
         (f'"{schema}"."{name}"',))
-    columns = _described_columns("postgres", name, cur.fetchall(), loadable)
+    columns = _described_columns("postgres", name, cur.fetchall(), reading)
     cur.execute(
         "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
         "WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)",
@@ -291,7 +305,7 @@ def _with_partitions(table: Table, bounds: dict[str, tuple]) -> Table:
                                         for c in table.columns))
 
 
-def _mysql_table(cur, database: str, name: str, loadable: bool = False) -> Table | None:
+def _mysql_table(cur, database: str, name: str, reading: Reading = Reading()) -> Table | None:
     cur.execute("SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE = 'YES' FROM information_schema.COLUMNS "
                 "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND EXTRA NOT LIKE '%%GENERATED%%' "  # computed
                 "ORDER BY ORDINAL_POSITION", (database, name))
@@ -300,7 +314,7 @@ def _mysql_table(cur, database: str, name: str, loadable: bool = False) -> Table
         return None
     json_columns = _mysql_json_columns(cur, database, name)
     columns = _described_columns("mysql", name, [(column, "json" if column in json_columns else sql_type, bool(nullable))
-                                                 for column, sql_type, nullable in described], loadable)
+                                                 for column, sql_type, nullable in described], reading)
     cur.execute("SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s AND "
                 "TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION", (database, name))
     key = tuple(row[0] for row in cur.fetchall())
@@ -376,7 +390,7 @@ _LENGTH = re.compile(r"\((\d+)(?:,\s*(\d+))?\)")
 
 
 def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable: bool,
-                   labels: tuple[str, ...] = ()) -> Column:
+                   labels: tuple[str, ...] = (), decimal_mode: str = "precise") -> Column:
     """The logical column for a SQL type as the source's catalog names it; a type the sandbox cannot compare
     exactly raises `Uncomparable`, naming the table and column."""
     text = sql_type.lower().strip()
@@ -395,9 +409,12 @@ def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable:
         raise Uncomparable(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",
                            f"the types it compares: {SUPPORTED[dialect]}")
     kind, options = logical
-    if kind == DECIMAL and options["precision"] > MAX_PRECISION:
-        raise Uncomparable(f"{table}.{name} has type {sql_type}: Spark's and Hudi's decimals hold {MAX_PRECISION} "
-                           f"digits at most", f"use a precision up to {MAX_PRECISION}")
+    if kind == DECIMAL and options["precision"] > MAX_PRECISION and decimal_mode == "precise":
+        # Debezium carries money as a decimal of 64 digits, and a wide decimal with its own: Spark reads neither
+        raise Uncomparable(f"{table}.{name} has type {sql_type}: Debezium carries it as a decimal of "
+                           f"{options['precision']} digits, and Spark's hold {MAX_PRECISION} at most",
+                           "set `decimal.handling.mode: string` among the source's `debezium:` settings to carry it "
+                           "as exact text")
     return Column(type=kind, **column, **options)
 
 
@@ -422,6 +439,8 @@ def _postgres_type(base: str, first: int | None, second: int | None):
         return STR, {"max_length": first, "fixed_length": base in ("character", "char")}
     if base in ("numeric", "decimal"):
         return (DECIMAL, {"precision": first, "scale": second or 0}) if first else (NUMBER, {})
+    if base == "money":  # a 64-bit count of cents, carried as a decimal of two fraction digits (money.fraction.digits)
+        return DECIMAL, {"precision": MONEY_PRECISION, "scale": 2, "limits": (-(2**63), 2**63 - 1)}
     if base.startswith("timestamp"):
         return (TIMESTAMPTZ if "with time zone" in base else TIMESTAMP), {}
     if base == "time without time zone":  # adaptive mode: up to 3 digits a count of milliseconds, else microseconds

@@ -156,15 +156,19 @@ def test_parquet_files_load_whole_and_a_row_that_does_not_fit_is_named_by_its_nu
 @pytest.mark.slow
 def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binaries_and_times(sandbox, spark, request,
                                                                                            registry, tmp_path):
-    """Decimals as text, binaries as base64 and times in milliseconds: silver holds them so, and the oracle compares
-    them with the source's values under those settings. No snapshot, and each delete followed by a tombstone: the
+    """Decimals as text (money and a decimal wider than Spark's among them, which only text carries), binaries as
+    base64 and times in milliseconds: silver holds them so, and the oracle compares them with the source's values
+    under those settings. No snapshot, and each delete followed by a tombstone: the
     job skips the tombstones and the deleted row stays soft-deleted with its last values."""
-    directory = project(tmp_path / "p", "modes_pg", """\
+    name = f"modes_pg_{secrets.token_hex(3)}"  # a database of this run's own: the table's columns may change
+    directory = project(tmp_path / "p", name, """\
         CREATE TABLE readings (
             id      integer PRIMARY KEY,
             value   numeric(12,4),
             raw     bytea,
-            taken   timestamp(6)
+            taken   timestamp(6),
+            price   money,
+            huge    numeric(50,10)
         );
         """, debezium="""\
         debezium:
@@ -175,18 +179,27 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
           tombstones.on.delete: true
           transforms.unwrap.delete.tombstone.handling.mode: rewrite-with-tombstone
         """, tables="tables:\n  readings: {data: {generate: 20, seed: 3}}\n")
-    for command in (["up", "--skip-install"], ["load"]):
-        done = run(sandbox, directory, *command)
-        assert done.returncode == 0, done.stdout + done.stderr
-    settings = project_settings(sandbox, directory)
-    assert [c.carried for c in catalog.table_schema(settings, "readings").columns] == ["", "string", "base64",
-                                                                                      "millis"]
+    try:
+        for command in (["up", "--skip-install"], ["load"]):
+            done = run(sandbox, directory, *command)
+            assert done.returncode == 0, done.stdout + done.stderr
+        settings = project_settings(sandbox, directory)
+        assert [c.carried for c in catalog.table_schema(settings, "readings").columns] == [
+            "", "string", "base64", "millis", "string", "string"]  # money and wide decimals only as text
+        _the_modes_carry_the_edges(request, settings, spark, registry)
+    finally:
+        _remove_database(sandbox, directory, name, [])
+
+
+def _the_modes_carry_the_edges(request, settings: Settings, spark, registry) -> None:
     with job_on_a_new_lake(request, settings, spark) as (_, mutator, oracle):
         oracle.track(["readings"])
-        mutator.update("readings", {"id": 1}, {"value": Decimal("-12345678.9012"), "raw": b"\x00\x01\xfe\xff"})
+        mutator.update("readings", {"id": 1}, {"value": Decimal("-12345678.9012"), "raw": b"\x00\x01\xfe\xff",
+                                                "price": Decimal("-92233720368547758.08"),
+                                                "huge": Decimal("-1234567890123456789012345678901234567890.0123456789")})
         kafka = settings.endpoint("kafka").address
         topic = settings.topology.topic(settings.topology.table("readings").namespace, "readings")
-        before = end_offsets(kafka, [topic])[topic]  # a run before this one on the stack deleted rows too
+        before = end_offsets(kafka, [topic])[topic]  # the tombstones of this delete alone
         gone = mutator.sample_row("readings", random.Random(2))["id"]
         mutator.delete("readings", {"id": gone})
         oracle.round("values at their edges, and a delete")
