@@ -22,6 +22,7 @@ TIMESTAMP = "timestamp"  # a wall-clock time without zone, compared as UTC
 TIMESTAMPTZ = "timestamptz"  # an instant
 TIME = "time"  # a time of day without zone, compared as microseconds since midnight (MySQL's may pass 24 hours)
 TIMETZ = "timetz"  # a time of day with its offset, compared as microseconds since midnight in UTC
+INTERVAL = "interval"  # a Postgres interval, compared as Debezium makes it of its months, days and time
 ARRAY = "array"  # a Postgres array of one dimension (`Column.element` says of what), compared element by element
 BOOL = "bool"
 FLOAT = "float"  # binary floating point, single precision (Postgres real)
@@ -30,7 +31,7 @@ JSON = "json"
 UUID = "uuid"
 BYTES = "bytes"
 LOGICAL_TYPES = frozenset({SMALLINT, INT, BIGINT, DECIMAL, NUMBER, STR, DATE, TIMESTAMP, TIMESTAMPTZ, BOOL, JSON,
-                           UUID, BYTES, FLOAT, DOUBLE, TIME, TIMETZ, ARRAY})
+                           UUID, BYTES, FLOAT, DOUBLE, TIME, TIMETZ, ARRAY, INTERVAL})
 # Text of a grammar of its own (str only): what a generated value must look like, and how a driver may give it.
 TEXT_FORMS = frozenset({"inet", "cidr", "macaddr", "macaddr8", "xml", "set", "tsvector"})
 
@@ -102,7 +103,7 @@ class Column:
         return {INT: "integer", SMALLINT: "smallint", BIGINT: "bigint", NUMBER: "numeric", DATE: "date",
                 TIMESTAMP: "timestamp", TIMESTAMPTZ: "timestamptz", BOOL: "boolean", JSON: "json", UUID: "uuid",
                 BYTES: "bytea", FLOAT: "real", DOUBLE: "double precision", TIME: "time",
-                TIMETZ: "time with time zone"}[self.type]
+                TIMETZ: "time with time zone", INTERVAL: "interval"}[self.type]
 
 
 @dataclass(frozen=True)

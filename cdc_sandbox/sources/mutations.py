@@ -27,7 +27,7 @@ from pathlib import Path
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.schema import ARRAY, BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR
+from cdc_sandbox.schema import ARRAY, BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTERVAL, JSON, NUMBER, SMALLINT, STR
 from cdc_sandbox.schema import DOUBLE, FLOAT, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column
 from cdc_sandbox.sources.normalize import single_precision, time_text
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
@@ -752,6 +752,10 @@ def random_value(column: Column, rng: random.Random):
         return moment.replace(tzinfo=dt.timezone.utc) if column.type == TIMESTAMPTZ else moment
     if column.type in (TIME, TIMETZ):
         return _time_of_day(column, rng, edge)
+    if column.type == INTERVAL:  # as Postgres reads it: months, days and a time of any sign
+        sign = rng.choice(["", "-"])
+        return (f"{rng.randint(-30, 30)} mons {rng.randint(-400, 400)} days {sign}{rng.randint(0, 200)}:"
+                f"{rng.randint(0, 59):02}:{rng.randint(0, 59):02}.{rng.randint(0, 999_999):06}")
     if column.type == BOOL:
         return rng.random() < 0.5
     if column.type in (FLOAT, DOUBLE):  # finite: NaN equals nothing, itself included

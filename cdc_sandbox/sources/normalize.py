@@ -16,9 +16,10 @@ import re
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_DOWN, Decimal, InvalidOperation
 
-from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, JSON, NUMBER, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID
+from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, INTERVAL, JSON, NUMBER, TIME, TIMESTAMP, TIMESTAMPTZ
+from cdc_sandbox.schema import TIMETZ, UUID
 from cdc_sandbox.schema import ARRAY, Column
 from cdc_sandbox.schema import Table
 
@@ -41,6 +42,8 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
         return functools.partial(_micros_of_day, 1000 if column.carried == "millis" else 1)
     if column.type == TIMETZ:
         return _utc_micros_of_day
+    if column.type == INTERVAL:
+        return _interval_parts if column.carried == "string" else _interval_micros
     if column.type in (TIMESTAMP, TIMESTAMPTZ):
         return _to_millis if column.carried == "millis" else _naive_utc
     if column.type in (DECIMAL, NUMBER):
@@ -88,6 +91,61 @@ def time_text(value: dt.timedelta) -> str:
     micros = _micros_of_day(1, value)
     whole, fraction = divmod(abs(micros), 1_000_000)
     return f"{'-' if micros < 0 else ''}{whole // 3600}:{whole // 60 % 60:02}:{whole % 60:02}.{fraction:06}"
+
+
+# Debezium's month when it makes an interval a count of microseconds (MicroDuration.DAYS_PER_MONTH_AVG)
+DAYS_PER_MONTH = 365.25 / 12.0
+_PG_INTERVAL = re.compile(r"(?:(?P<years>[-+]?\d+) years?)?\s*(?:(?P<months>[-+]?\d+) mons?)?\s*"
+                          r"(?:(?P<days>[-+]?\d+) days?)?\s*(?:(?P<sign>[-+])?(?P<hours>\d+):(?P<minutes>\d+):"
+                          r"(?P<seconds>\d+(?:\.\d+)?))?")
+_ISO_INTERVAL = re.compile(r"P(?P<years>-?\d+)Y(?P<months>-?\d+)M(?P<days>-?\d+)DT(?P<hours>-?\d+)H"
+                           r"(?P<minutes>-?\d+)M(?P<seconds>-?[\d.]+)S")
+
+
+def _interval_fields(text: str) -> tuple[int, int, int, int, int, str]:
+    """Years, months, days, hours, minutes and seconds (as text) of an interval as Postgres writes it (`1 year 2
+    mons 3 days -04:05:06.5`) or as Debezium's ISO text (`P1Y2M3DT-4H-5M-6.5S`)."""
+    iso = _ISO_INTERVAL.fullmatch(text)
+    if iso:
+        return (*(int(iso[name]) for name in ("years", "months", "days", "hours", "minutes")), iso["seconds"])
+    found = _PG_INTERVAL.fullmatch(text.strip())
+    if found is None:
+        raise ValueError(f"not an interval: {text!r}")
+    sign = "-" if found["sign"] == "-" else ""
+    return (*(int(found[name] or 0) for name in ("years", "months", "days")),
+            int(sign + (found["hours"] or "0")), int(sign + (found["minutes"] or "0")), sign + (found["seconds"] or "0"))
+
+
+def _interval_micros(value) -> int:
+    """An interval as Debezium's MicroDuration counts it, in the same floating-point steps: a month is 30.4375
+    days, the sum is truncated to whole microseconds."""
+    if isinstance(value, int):
+        return value
+    years, months, days, hours, minutes, seconds = _interval_fields(value)
+    total_days = (years * 12 + months) * DAYS_PER_MONTH + days
+    total_seconds = (((total_days * 24 + hours) * 60) + minutes) * 60 + _driver_seconds(seconds)
+    return int(total_seconds * 1e6)
+
+
+def _driver_seconds(text: str) -> float:
+    """The seconds as the JDBC driver Debezium reads Postgres with gives them: whole seconds plus microseconds
+    divided by a million, in floating point (not the nearest double to the text)."""
+    negative = text.startswith("-")
+    whole, _, fraction = text.lstrip("+-").partition(".")
+    micros = int(fraction.ljust(6, "0")[:6])
+    return -int(whole) + -micros / 1_000_000 if negative else int(whole) + micros / 1_000_000
+
+
+def _interval_parts(value) -> tuple[int, int, Decimal]:
+    """An interval as months, days and seconds (interval.handling.mode=string). Debezium's text holds the seconds
+    as the decimal text of the driver's double, cut to 9 decimals: the source's seconds are taken the same way (so
+    `13.887759` is carried as `13.887758999`)."""
+    years, months, days, hours, minutes, seconds = _interval_fields(value)
+    if not _ISO_INTERVAL.fullmatch(value):
+        seconds = Decimal(repr(_driver_seconds(seconds)))
+        if seconds.as_tuple().exponent < -9:
+            seconds = seconds.quantize(Decimal("1e-9"), rounding=ROUND_DOWN)
+    return years * 12 + months, days, (hours * 60 + minutes) * 60 + Decimal(seconds)
 
 
 def _utc_micros_of_day(value) -> int:

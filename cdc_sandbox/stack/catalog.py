@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from cdc_sandbox.config import CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
-from cdc_sandbox.schema import ARRAY, TIMESTAMP
+from cdc_sandbox.schema import ARRAY, INTERVAL, TIMESTAMP
 from cdc_sandbox.schema import DOUBLE, FLOAT, TEXT_FORMS, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, ForeignKey, Table
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.tickit_data.ddl import POSTGRES, dialect_of, qualified, quote
@@ -21,7 +21,7 @@ from cdc_sandbox.tickit_data.ddl import POSTGRES, dialect_of, qualified, quote
 SUPPORTED = {
     "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, citext, an enum type, "
                 "date, timestamp, timestamptz, time, timetz, boolean, json, jsonb, uuid, bytea, real, double precision, "
-                "inet, cidr, macaddr, macaddr8, xml, tsvector, a domain over any of these, and arrays of text, "
+                "interval, inet, cidr, macaddr, macaddr8, xml, tsvector, a domain over any of these, and arrays of text, "
                 "varchar, integers, numeric(p,s), boolean, real and double precision; with decimal.handling.mode "
                 "string or double also money and numeric of over 38 digits",
     "mysql": "tinyint(1)/boolean, tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
@@ -121,6 +121,8 @@ def as_carried(table: Table, debezium: dict[str, str]) -> Table:
             return "hex" if binary == "hex" else "base64"
         if column.type in (TIMESTAMP, TIME) and millis:
             return "millis"
+        if column.type == INTERVAL and debezium.get("interval.handling.mode") == "string":
+            return "string"
         return column.carried  # what the type itself makes of it (a Postgres time of up to 3 digits)
 
     return replace(table, columns=tuple(replace(c, carried=carried(c)) for c in table.columns))
@@ -447,6 +449,8 @@ def _postgres_type(base: str, first: int | None, second: int | None):
         return TIME, {"carried": "millis" if first is not None and first <= 3 else ""}
     if base == "time with time zone":
         return TIMETZ, {}
+    if base.startswith("interval"):  # `interval day to second` and the like too
+        return INTERVAL, {}
     if base in TEXT_FORMS:
         return STR, {"form": base}
     simple = {"smallint": SMALLINT, "integer": INT, "bigint": BIGINT, "text": STR, "citext": STR, "date": DATE,

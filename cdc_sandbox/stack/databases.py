@@ -23,6 +23,9 @@ from cdc_sandbox.tickit_data.ddl import MYSQL, SQLSERVER
 BYTEA_AS_BYTES = psycopg2.extensions.new_type(
     psycopg2.BINARY.values, "BYTEA_AS_BYTES",
     lambda value, cursor: None if value is None else bytes(psycopg2.BINARY(value, cursor)))
+# interval as the server writes it: psycopg2's timedelta counts a month as 30 days, which loses the months Debezium
+# carries (`cdc_sandbox.sources.normalize`).
+INTERVAL_AS_TEXT = psycopg2.extensions.new_type((1186,), "INTERVAL_AS_TEXT", lambda value, cursor: value)
 
 
 def sqlserver_driver():
@@ -80,6 +83,7 @@ def open_connection(settings: Settings, source: str, database: str | None = None
         conn = _postgres_connection(host=endpoint.host, port=endpoint.port, user=who.user, password=who.password,
                                     dbname=database or declared_database(settings, "postgres"), **options)
         psycopg2.extensions.register_type(BYTEA_AS_BYTES, conn)
+        psycopg2.extensions.register_type(INTERVAL_AS_TEXT, conn)
         return conn
     if source == "mysql":
         return pymysql.connect(host=endpoint.host, port=endpoint.port, user=who.user, password=who.password,

@@ -157,7 +157,7 @@ def test_parquet_files_load_whole_and_a_row_that_does_not_fit_is_named_by_its_nu
 def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binaries_and_times(sandbox, spark, request,
                                                                                            registry, tmp_path):
     """Decimals as text (money and a decimal wider than Spark's among them, which only text carries), binaries as
-    base64 and times in milliseconds: silver holds them so, and the oracle compares them with the source's values
+    base64, times in milliseconds and intervals as ISO text: silver holds them so, and the oracle compares them with the source's values
     under those settings. No snapshot, and each delete followed by a tombstone: the
     job skips the tombstones and the deleted row stays soft-deleted with its last values."""
     name = f"modes_pg_{secrets.token_hex(3)}"  # a database of this run's own: the table's columns may change
@@ -168,13 +168,15 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
             raw     bytea,
             taken   timestamp(6),
             price   money,
-            huge    numeric(50,10)
+            huge    numeric(50,10),
+            span    interval
         );
         """, debezium="""\
         debezium:
           decimal.handling.mode: string
           binary.handling.mode: base64
           time.precision.mode: connect
+          interval.handling.mode: string
           snapshot.mode: no_data
           tombstones.on.delete: true
           transforms.unwrap.delete.tombstone.handling.mode: rewrite-with-tombstone
@@ -185,7 +187,7 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
             assert done.returncode == 0, done.stdout + done.stderr
         settings = project_settings(sandbox, directory)
         assert [c.carried for c in catalog.table_schema(settings, "readings").columns] == [
-            "", "string", "base64", "millis", "string", "string"]  # money and wide decimals only as text
+            "", "string", "base64", "millis", "string", "string", "string"]  # money, wide decimals only as text
         _the_modes_carry_the_edges(request, settings, spark, registry)
     finally:
         _remove_database(sandbox, directory, name, [])
@@ -196,7 +198,8 @@ def _the_modes_carry_the_edges(request, settings: Settings, spark, registry) -> 
         oracle.track(["readings"])
         mutator.update("readings", {"id": 1}, {"value": Decimal("-12345678.9012"), "raw": b"\x00\x01\xfe\xff",
                                                 "price": Decimal("-92233720368547758.08"),
-                                                "huge": Decimal("-1234567890123456789012345678901234567890.0123456789")})
+                                                "huge": Decimal("-1234567890123456789012345678901234567890.0123456789"),
+                                                "span": "-1 year -2 mons +3 days -04:05:06.000007"})
         kafka = settings.endpoint("kafka").address
         topic = settings.topology.topic(settings.topology.table("readings").namespace, "readings")
         before = end_offsets(kafka, [topic])[topic]  # the tombstones of this delete alone
@@ -507,6 +510,7 @@ TYPES_PG = """\
         scores numeric(6,2)[],
         ports integer[],
         words tsvector,
+        lease interval,
         host_text text GENERATED ALWAYS AS (host(address)) STORED
     );
     CREATE TABLE places (id integer PRIMARY KEY, spot point);
@@ -519,8 +523,8 @@ TYPES_PG = """\
 @pytest.mark.slow
 def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_the_oracle(sandbox, spark, request,
                                                                                            tmp_path):
-    """Times with and without zone (to microseconds and to milliseconds), addresses, citext, xml, arrays and
-    tsvector go through Debezium and the job and compare exactly; a table made by a DO block is captured though no CREATE TABLE names
+    """Times with and without zone (to microseconds and to milliseconds), intervals, addresses, citext, xml, arrays
+    and tsvector go through Debezium and the job and compare exactly; a table made by a DO block is captured though no CREATE TABLE names
     it, one created and dropped is not, and one with a point (which the sandbox cannot compare) is left out with a
     warning, its rows kept, the rest going up. An identity key GENERATED ALWAYS takes the rows given; a generated
     column is not compared."""
@@ -546,7 +550,8 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
                                      "config": "<a b=\"1\">x</a>"})
             mutator.update("hosts", {"id": 1}, {"address": "10.0.0.1/8", "opens": dt.time(0, 0), "login": None,
                                                 "tags": ["a,b", None, "{}", ""], "scores": [Decimal("-9999.99")],
-                                                "ports": [], "words": "the quick brown fox"})
+                                                "ports": [], "words": "the quick brown fox",
+                                                "lease": "1 year 2 mons 3 days 04:05:06.5"})
             mutator.update_key("hosts", {"id": 2}, {"id": 200})
             mutator.delete("hosts", {"id": 3})
             mutator.insert("audit_log", {"id": 9, "what": "made by a DO block"})

@@ -21,7 +21,7 @@ from cdc_sandbox.config import Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.checking.silver import arrow_type
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
-from cdc_sandbox.schema import TIME, TIMESTAMPTZ, TIMETZ, UUID, Column
+from cdc_sandbox.schema import INTERVAL, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column
 from cdc_sandbox.schema import Table
 from cdc_sandbox.sources.mutations import random_value, same_key
 from cdc_sandbox.sources.normalize import normalize_row
@@ -366,3 +366,20 @@ def test_a_real_is_compared_as_the_32_bits_that_hold_it():
     assert normalize_row(Table("t", (column,), ("c",)), [1.1]) == (1.100000023841858,)
     drawn = [random_value(column, random.Random(seed)) for seed in range(50)]
     assert all(value is None or normalize_row(Table("t", (column,), ("c",)), [value]) == (value,) for value in drawn)
+
+
+def test_an_interval_compares_as_debezium_makes_it_of_the_servers_text():
+    """Numeric (the default): microseconds with a month of 30.4375 days, in Debezium's floating-point steps; string:
+    months, days and the seconds of the driver's double cut to 9 decimals."""
+    numeric = Column("span", INTERVAL)
+    text = replace(numeric, carried="string")
+    assert normalize_row(Table("t", (numeric,), ()), ("1 year 2 mons 3 days 04:05:06.5",)) == (37091106500000,)
+    assert normalize_row(Table("t", (numeric,), ()), (37091106500000,)) == (37091106500000,)
+    assert normalize_row(Table("t", (numeric,), ()), ("-1 days +02:03:00",)) == (-79020000000,)
+    as_text = Table("t", (text,), ())
+    assert normalize_row(as_text, ("1 year 2 mons 3 days 04:05:06.5",)) == normalize_row(as_text,
+                                                                                          ("P1Y2M3DT4H5M6.5S",))
+    assert normalize_row(as_text, ("00:00:13.887759",)) == normalize_row(as_text, ("P0Y0M0DT0H0M13.887758999S",))
+    assert normalize_row(as_text, ("-00:00:13.609713",)) == normalize_row(as_text, ("P0Y0M0DT0H0M-13.609713S",))
+    assert as_carried(Table("t", (numeric,), ()), {"interval.handling.mode": "string"}).columns[0].carried == "string"
+    assert arrow_type(numeric, "postgres") == pa.int64() and arrow_type(text, "postgres") == pa.string()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from dataclasses import dataclass
-from decimal import Decimal
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -22,7 +21,7 @@ import pyarrow.compute as pc
 
 from cdc_sandbox.harness.running.timeline import Commit
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
-from cdc_sandbox.schema import ARRAY, DOUBLE, FLOAT, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, Table
+from cdc_sandbox.schema import ARRAY, DOUBLE, FLOAT, INTERVAL, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, Table
 from cdc_sandbox.sources.normalize import normalize_column, row_normalizer
 from cdc_sandbox.spark_jobs import queries
 
@@ -78,9 +77,7 @@ class Shape:
         typed = []
         for column in self.table.columns:
             value = values.get(column.name)
-            if isinstance(value, str) and column.type in (DECIMAL, NUMBER) and column.carried != "double":
-                value = Decimal(value)
-            elif isinstance(value, str) and column.type == DATE:
+            if isinstance(value, str) and column.type == DATE:  # a decimal's text (money's too) the normalizer reads
                 value = dt.date.fromisoformat(value[:10])
             elif isinstance(value, str) and column.type in (TIMESTAMP, TIMESTAMPTZ):
                 value = dt.datetime.fromisoformat(value)
@@ -268,7 +265,7 @@ def arrow_type(column: Column, dialect: str) -> pa.DataType:
     own = {INT: pa.int32(), SMALLINT: pa.int32(), BIGINT: pa.int64(), STR: pa.string(), NUMBER: pa.string(),
            JSON: pa.string(), UUID: pa.string(), BYTES: pa.binary(), DATE: pa.date32(), BOOL: pa.bool_(),
            TIMESTAMP: pa.timestamp("us", tz="UTC"), TIMESTAMPTZ: pa.timestamp("us", tz="UTC"), FLOAT: pa.float32(),
-           DOUBLE: pa.float64(), TIMETZ: pa.string()}
+           DOUBLE: pa.float64(), TIMETZ: pa.string(), INTERVAL: pa.int64()}
     if column.type == ARRAY:
         return pa.list_(arrow_type(column.element, dialect))
     if column.type == TIME:  # Debezium's count since midnight: milliseconds in 32 bits, microseconds in 64
