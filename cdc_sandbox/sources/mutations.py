@@ -630,10 +630,16 @@ def sql_parameter(value, column: Column | None = None):
 
 
 def parameters(p: Placement, values: dict) -> tuple:
-    """A row's values (by column name) as the driver takes them for the table's columns."""
+    """A row's values (by column name) as the driver takes them for the table's columns (a boolean for a Postgres
+    bit(1) as its bit, which Postgres does not cast from a boolean)."""
     columns = set(p.table.column_names)
-    return tuple(sql_parameter(value, p.table.column(name) if name in columns else None)
-                 for name, value in values.items())
+    result = []
+    for name, value in values.items():
+        column = p.table.column(name) if name in columns else None
+        if isinstance(value, bool) and p.dialect == POSTGRES and column and (column.sql_type or "").startswith("bit"):
+            value = "1" if value else "0"
+        result.append(sql_parameter(value, column))
+    return tuple(result)
 
 
 def _set_session_clock(cur, dialect: str, at: dt.datetime | None) -> None:

@@ -20,11 +20,12 @@ from cdc_sandbox.tickit_data.ddl import POSTGRES, dialect_of, qualified, quote
 
 SUPPORTED = {
     "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, citext, an enum type, "
-                "date, timestamp, timestamptz, time, timetz, boolean, json, jsonb, uuid, bytea, real, double precision, "
+                "date, timestamp, timestamptz, time, timetz, boolean, bit(1), json, jsonb, uuid, bytea, real, "
+                "double precision, "
                 "interval, inet, cidr, macaddr, macaddr8, xml, tsvector, a domain over any of these, and arrays of text, "
                 "varchar, integers, numeric(p,s), boolean, real and double precision; with decimal.handling.mode "
                 "string or double also money and numeric of over 38 digits",
-    "mysql": "tinyint(1)/boolean, tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
+    "mysql": "tinyint(1)/boolean, bit(1), tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
              "double, varchar(n), char(n), text, enum, set, date, datetime(p), timestamp(p), time(p), json, binary, "
              "varbinary, blob; with decimal.handling.mode string or double also decimal of over 38 digits",
 }
@@ -453,6 +454,8 @@ def _postgres_type(base: str, first: int | None, second: int | None):
         return INTERVAL, {}
     if base in TEXT_FORMS:
         return STR, {"form": base}
+    if base == "bit" and first == 1:  # Debezium carries bit(1) as a boolean, a wider one as bytes of its own order
+        return BOOL, {}
     simple = {"smallint": SMALLINT, "integer": INT, "bigint": BIGINT, "text": STR, "citext": STR, "date": DATE,
               "boolean": BOOL, "json": JSON, "jsonb": JSON, "uuid": UUID, "bytea": BYTES, "real": FLOAT,
               "double precision": DOUBLE}
@@ -462,7 +465,7 @@ def _postgres_type(base: str, first: int | None, second: int | None):
 def _mysql_type(base: str, first: int | None, second: int | None):
     unsigned = base.endswith(" unsigned")
     base = base.removesuffix(" unsigned").strip()
-    if base in ("tinyint", "bool", "boolean") and (first == 1 or base != "tinyint"):
+    if base in ("tinyint", "bool", "boolean") and (first == 1 or base != "tinyint") or base == "bit" and first == 1:
         return BOOL, {}
     if base == "bigint":
         return (DECIMAL, {"precision": 20, "scale": 0, "unsigned": True}) if unsigned else (BIGINT, {})

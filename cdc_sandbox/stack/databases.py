@@ -13,6 +13,8 @@ from contextlib import contextmanager
 
 import psycopg2
 import pymysql
+from pymysql.constants import FIELD_TYPE
+from pymysql.converters import conversions
 
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
@@ -26,6 +28,10 @@ BYTEA_AS_BYTES = psycopg2.extensions.new_type(
 # interval as the server writes it: psycopg2's timedelta counts a month as 30 days, which loses the months Debezium
 # carries (`cdc_sandbox.sources.normalize`).
 INTERVAL_AS_TEXT = psycopg2.extensions.new_type((1186,), "INTERVAL_AS_TEXT", lambda value, cursor: value)
+# bit(1) as the boolean Debezium carries it (psycopg2 gives '1', pymysql b'\x01'); a wider bit string as it is.
+BIT_ONE_AS_BOOLEAN = psycopg2.extensions.new_type(
+    (1560,), "BIT_ONE_AS_BOOLEAN", lambda value, cursor: value if value is None or len(value) != 1 else value == "1")
+MYSQL_CONVERSIONS = conversions | {FIELD_TYPE.BIT: lambda value: value == b"\x01" if len(value) == 1 else value}
 
 
 def sqlserver_driver():
@@ -84,9 +90,11 @@ def open_connection(settings: Settings, source: str, database: str | None = None
                                     dbname=database or declared_database(settings, "postgres"), **options)
         psycopg2.extensions.register_type(BYTEA_AS_BYTES, conn)
         psycopg2.extensions.register_type(INTERVAL_AS_TEXT, conn)
+        psycopg2.extensions.register_type(BIT_ONE_AS_BOOLEAN, conn)
         return conn
     if source == "mysql":
         return pymysql.connect(host=endpoint.host, port=endpoint.port, user=who.user, password=who.password,
+                               conv=MYSQL_CONVERSIONS,
                                database=database, connect_timeout=3, **{"autocommit": True, **options})
     pymssql = sqlserver_driver()
     try:

@@ -511,6 +511,7 @@ TYPES_PG = """\
         ports integer[],
         words tsvector,
         lease interval,
+        up bit(1),
         host_text text GENERATED ALWAYS AS (host(address)) STORED
     );
     CREATE TABLE places (id integer PRIMARY KEY, spot point);
@@ -551,7 +552,7 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
             mutator.update("hosts", {"id": 1}, {"address": "10.0.0.1/8", "opens": dt.time(0, 0), "login": None,
                                                 "tags": ["a,b", None, "{}", ""], "scores": [Decimal("-9999.99")],
                                                 "ports": [], "words": "the quick brown fox",
-                                                "lease": "1 year 2 mons 3 days 04:05:06.5"})
+                                                "lease": "1 year 2 mons 3 days 04:05:06.5", "up": True})
             mutator.update_key("hosts", {"id": 2}, {"id": 200})
             mutator.delete("hosts", {"id": 3})
             mutator.insert("audit_log", {"id": 9, "what": "made by a DO block"})
@@ -568,7 +569,8 @@ TYPES_MARIA = """\
         runtime time(3),
         rehearsal time,
         code varchar(10),
-        code_upper varchar(10) AS (upper(code)) VIRTUAL
+        code_upper varchar(10) AS (upper(code)) VIRTUAL,
+        active bit(1) NOT NULL
     );
     CREATE TABLE address (address_id int PRIMARY KEY, location geometry NOT NULL);
     """
@@ -591,9 +593,10 @@ def test_a_mysql_set_and_times_pass_the_oracle_beside_a_table_left_out(sandbox, 
         assert (done := run(sandbox, directory, "load")).returncode == 0, done.stdout + done.stderr
         with job_on_a_new_lake(request, settings, spark) as (_, mutator, oracle):
             oracle.track(["film"])
-            mutator.insert("film", {"film_id": 900, "special_features": "Deleted Scenes,Trailers",
+            mutator.insert("film", {"film_id": 900, "special_features": "Deleted Scenes,Trailers", "active": True,
                                     "runtime": "-838:59:59.999", "rehearsal": "838:59:59"})
-            mutator.update("film", {"film_id": 1}, {"special_features": "", "runtime": dt.time(0, 0, 0, 5000)})
+            mutator.update("film", {"film_id": 1}, {"special_features": "", "runtime": dt.time(0, 0, 0, 5000),
+                                                    "active": False})
             mutator.update_key("film", {"film_id": 2}, {"film_id": 902})
             mutator.delete("film", {"film_id": 3})
             oracle.round("sets and times at their edges")
