@@ -70,6 +70,7 @@ BACKENDS = ("native", "compose")
 
 ENGINES = ("postgres", "mariadb", "mysql", "sqlserver")  # MariaDB speaks MySQL's SQL (`cdc_sandbox.tickit_data.ddl.dialect_of`)
 PROJECT_FILE_NAME = "cdc-sandbox.yaml"
+SIGNAL_TABLE = "cdc_signal"  # Debezium's signal table, which the sandbox creates in a captured schema when a test needs it
 TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
 INDEXES = ("bucket", "global_simple")  # Hudi's bucket index (keys never move partition), or a global one
 REPLICA_IDENTITIES = ("full", "default")
@@ -276,9 +277,10 @@ def _as_ran(sources: dict[str, Source], ddl_runs: dict[str, DdlRun]) -> dict[str
 
 
 def _run_of(source: Source, ddl_runs: dict[str, DdlRun]) -> DdlRun | None:
-    """The record of the source's DDL file's run, if the file ran as it is now."""
+    """The record of the source's DDL file's last run: its tables are the database's, the file edited since or not
+    (`sandbox up` says when it was)."""
     ran = ddl_runs.get(ddl_run_key(source.name, source.database)) if source.ddl else None
-    return ran if ran is not None and ran.tables and ran.digest == file_digest(source.ddl) else None
+    return ran if ran is not None and ran.tables else None
 
 
 def _check_placement(path: Path, sources: dict[str, Source]) -> None:
@@ -380,10 +382,12 @@ def check_silver_tables(topology: Topology, ddl_runs: dict[str, DdlRun]) -> None
 
 def _check_silver_tables(path: Path, sources: dict[str, Source], silver: dict[str, SilverSettings],
                          ddl_runs: dict[str, DdlRun]) -> None:
-    if any(source.ddl and _run_of(source, ddl_runs) is None for source in sources.values()):
-        return
+    runs = [_run_of(source, ddl_runs) for source in sources.values() if source.ddl]
+    if any(run is None or run.digest != file_digest(source.ddl)
+           for run, source in zip(runs, [s for s in sources.values() if s.ddl])):
+        return  # a file not run as it is now: its tables are what its catalog holds once it has
     captured = {t.name for source in sources.values() for t in source.tables}
-    left_out = {name for run in ddl_runs.values() for _, name, _ in run.left_out}
+    left_out = {name for run in runs for _, name, _ in run.left_out}
     unknown = sorted(set(silver) - captured - left_out)
     if unknown:
         raise SandboxError(f"{path}: `tables:` names {', '.join(unknown)}, which no DDL file creates",

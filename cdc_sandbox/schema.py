@@ -60,7 +60,7 @@ class Column:
     # its type's is narrower than its precision says (money).
     limits: tuple[int, int] | None = None
     # The partition key of a partitioned table without a default partition: each partition's bounds as the catalog
-    # writes them, (from, to) of a range (None: unbounded) or the values of a list. Generated values fall in one.
+    # writes them, ("range", from, to) (None: unbounded) or ("list", value, ...). Generated values fall in one.
     partitions: tuple[tuple[str | None, ...], ...] = ()
     element: Column | None = None  # an array's elements (array only)
     # How the connector carries the value when its settings make it other than the type's own (so silver holds it

@@ -47,7 +47,8 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
     if column.type in (TIMESTAMP, TIMESTAMPTZ):
         return _to_millis if column.carried == "millis" else _naive_utc
     if column.type in (DECIMAL, NUMBER):
-        return float if column.carried == "double" else _decimal
+        exact = _money if column.sql_type == "money" else _decimal
+        return (lambda value: float(exact(value))) if column.carried == "double" else exact
     if column.type == JSON:
         return _json
     if column.type == UUID:
@@ -165,9 +166,10 @@ def _address(value) -> str:
 
 
 def _set_members(labels: tuple[str, ...], value) -> str:
-    """A set's members as Debezium joins them: in the order the column declares them."""
+    """A set's members as Debezium joins them: in the order the column declares them (a member it does not
+    declare after them, so that it differs)."""
     members = set(value.split(",") if isinstance(value, str) else value) - {""}
-    return ",".join(label for label in labels if label in members)
+    return ",".join([label for label in labels if label in members] + sorted(members - set(labels)))
 
 
 def single_precision(value) -> float:
@@ -213,12 +215,14 @@ def _to_millis(value):
 
 
 def _decimal(value) -> Decimal:
-    """Exact: a decimal carried as text (any scale) equals the source's number of the same value; a driver gives
-    money as the server writes it (`-$1,234.50`)."""
-    if isinstance(value, Decimal):
-        return value
+    """Exact: a decimal carried as text (any scale) equals the source's number of the same value."""
+    return value if isinstance(value, Decimal) else Decimal(str(value))
+
+
+def _money(value) -> Decimal:
+    """Money as a decimal: the driver gives it as the server writes it (`-$1,234.50`), Debezium as a number."""
     try:
-        return Decimal(str(value))
+        return _decimal(value)
     except InvalidOperation:
         return Decimal(re.sub(r"[^\d.\-]", "", str(value)))
 

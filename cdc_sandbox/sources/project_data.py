@@ -92,6 +92,14 @@ def _load_group(settings: Settings, group: list[Placement], tables: list[Placeme
     names = {p.table.name for p in group}
     with table_connection(settings, group[0]) as conn:
         empty = [p for p in group if not _count(conn, p)]
+        from_files = [p for p in empty if settings.topology.silver_of(p.table.name).data.get("file")]
+        from_file_rows = {}
+        for placement in from_files:
+            path = (settings.topology.file.parent / settings.topology.silver_of(placement.table.name).data["file"])
+            from_file_rows[placement.table.name] = _load_file(_unchecked_session(conn, placement.dialect), placement,
+                                                              path.resolve())
+        _checked_session(conn, group[0].dialect)
+        empty = [p for p in empty if p not in from_files]
         rows = {}
         for placement in empty:
             outside = {name: found for name, found in referenced_rows(conn, placement, tables).items()
@@ -102,8 +110,9 @@ def _load_group(settings: Settings, group: list[Placement], tables: list[Placeme
         for placement in empty:
             _refer_inside(placement, rows[placement.table.name], inside)
         _insert_unchecked(conn, empty, rows)
-    loads = []
-    for placement in group:
+    loads = [TableLoad(p.table.name, from_file_rows[p.table.name], "loaded from its file (in a cycle of references)")
+             for p in from_files]
+    for placement in [p for p in group if p not in from_files]:
         if placement in empty:
             progress(placement.table.name, len(rows[placement.table.name]))
             loads.append(TableLoad(placement.table.name, len(rows[placement.table.name]),
@@ -113,9 +122,26 @@ def _load_group(settings: Settings, group: list[Placement], tables: list[Placeme
     return loads
 
 
+def _unchecked_session(conn, dialect: str):
+    """The connection with reference checks off until `_checked_session`: a file's rows may name rows of a table
+    of the cycle that is not filled yet."""
+    with conn.cursor() as cur:
+        cur.execute("SET session_replication_role = replica" if dialect == POSTGRES else "SET FOREIGN_KEY_CHECKS = 0")
+    if dialect == POSTGRES:
+        conn.commit()
+    return conn
+
+
+def _checked_session(conn, dialect: str) -> None:
+    with conn.cursor() as cur:
+        cur.execute("RESET session_replication_role" if dialect == POSTGRES else "SET FOREIGN_KEY_CHECKS = 1")
+    if dialect == POSTGRES:
+        conn.commit()
+
+
 def _held_rows(conn, placement: Placement) -> list[dict]:
     with conn.cursor() as cur:
-        cur.execute(f"SELECT * FROM {placement.name}")
+        cur.execute(f"SELECT {placement.select_list()} FROM {placement.name}")
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur.fetchall()]
 
@@ -199,11 +225,6 @@ def reference_groups(tables: list[Placement]) -> list[list[Placement]]:
         if placement.table.name not in index:
             visit(placement.table.name)
     return groups
-
-
-def in_reference_order(tables: list[Placement]) -> list[Placement]:
-    """The tables with each one after those it references (the tables of a cycle in the given order)."""
-    return [placement for group in reference_groups(tables) for placement in group]
 
 
 def _references_itself(placement: Placement) -> bool:

@@ -12,13 +12,13 @@ import json
 import uuid
 
 from cdc_sandbox.config import Settings
+from cdc_sandbox.config import SIGNAL_TABLE
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.stack.catalog import Placement
 from cdc_sandbox.stack.credentials import login
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, qualified, quote
 
-SIGNAL_TABLE = "cdc_signal"
 # The columns Debezium reads a signal from, as its documentation gives them.
 SIGNAL_COLUMNS = "id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048) NULL"
 

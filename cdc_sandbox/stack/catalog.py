@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from cdc_sandbox.config import CapturedTable, Settings
+from cdc_sandbox.config import SIGNAL_TABLE, CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
 from cdc_sandbox.schema import ARRAY, INTERVAL, TIMESTAMP
 from cdc_sandbox.schema import DOUBLE, FLOAT, TEXT_FORMS, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, ForeignKey, Table
 from cdc_sandbox.stack.databases import connection
-from cdc_sandbox.tickit_data.ddl import POSTGRES, dialect_of, qualified, quote
+from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, dialect_of, qualified, quote
 
 SUPPORTED = {
     "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, citext, an enum type, "
@@ -26,7 +26,7 @@ SUPPORTED = {
                 "varchar, integers, numeric(p,s), boolean, real and double precision; with decimal.handling.mode "
                 "string or double also money and numeric of over 38 digits",
     "mysql": "tinyint(1)/boolean, bit(1), tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
-             "double, varchar(n), char(n), text, enum, set, date, datetime(p), timestamp(p), time(p), json, binary, "
+             "float, double, varchar(n), char(n), text, enum, set, date, datetime(p), timestamp(p), time(p), json, binary, "
              "varbinary, blob; with decimal.handling.mode string or double also decimal of over 38 digits",
 }
 MAX_PRECISION = 38
@@ -45,6 +45,19 @@ class Placement:
     @property
     def name(self) -> str:
         return qualified(self.dialect, self.captured.namespace, self.table.name)
+
+    def select_list(self, columns=None) -> str:
+        """The columns as a SELECT reads them exactly (all of them, the catalog's or not, by default: `*`, each
+        float read again after it under its own name, which a row's dictionary keeps): MariaDB shows a float rounded
+        to six digits, so it is read as the double that holds its 32 bits."""
+        floats = {c.name for c in self.table.columns if c.type == FLOAT} if self.dialect == MYSQL else set()
+
+        def exact(name: str) -> str:
+            return f"CAST({quote(self.dialect, name)} AS DOUBLE) AS {quote(self.dialect, name)}"
+
+        if columns is None:
+            return ", ".join(["*", *(exact(n) for n in self.table.column_names if n in floats)])
+        return ", ".join(exact(n) if n in floats else quote(self.dialect, n) for n in columns)
 
     def insert_sql(self, columns) -> str:
         """INSERT of one row of these columns, its values as driver parameters; on Postgres a value given for an
@@ -169,20 +182,20 @@ def read_tables(settings: Settings, source: str, names: list[tuple[str, str]], l
 def existing_tables(settings: Settings, source: str) -> list[tuple[str, str]]:
     """(namespace, name) of every table a project's source holds, in the order they were created: on Postgres the
     tables of every schema of its database but the server's own and an extension's (a partition counts as its
-    parent), on MariaDB/MySQL those of its database; the sandbox's probe table left out."""
-    probe = settings.topology.probe_table
+    parent), on MariaDB/MySQL those of its database; the sandbox's probe and signal tables left out."""
+    own = (settings.topology.probe_table, SIGNAL_TABLE)
     with _catalog_connection(settings, source) as conn, conn.cursor() as cur:
         if source == "postgres":
             cur.execute(
                 "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> %s "
+                "WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname NOT IN %s "
                 "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%' "
                 "AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass "
-                "                AND d.objid = c.oid AND d.deptype = 'e') ORDER BY c.oid", (probe,))
+                "                AND d.objid = c.oid AND d.deptype = 'e') ORDER BY c.oid", (own,))
         else:
             cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
-                        "AND TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME <> %s ORDER BY CREATE_TIME, TABLE_NAME",
-                        (settings.topology.sources[source].database, probe))
+                        "AND TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME NOT IN %s ORDER BY CREATE_TIME, TABLE_NAME",
+                        (settings.topology.sources[source].database, own))
         found = [tuple(row) for row in cur.fetchall()]
         conn.commit()
     return found
@@ -298,8 +311,9 @@ def _partition_bounds(cur, name: str) -> dict[str, tuple[tuple[str | None, ...],
     bounds = [row[0] for row in cur.fetchall()]
     if not bounds or any(bound == "DEFAULT" for bound in bounds):
         return {}
-    values = [tuple(None if v in ("MINVALUE", "MAXVALUE") else v.strip("'")
-                    for v in re.findall(r"'(?:[^']|'')*'|MINVALUE|MAXVALUE|-?[\d.]+", bound)) for bound in bounds]
+    kind = single.group(1).lower()
+    values = [(kind, *(None if v in ("MINVALUE", "MAXVALUE") else v.strip("'")
+                       for v in re.findall(r"'(?:[^']|'')*'|MINVALUE|MAXVALUE|-?[\d.]+", bound))) for bound in bounds]
     return {single.group(2): tuple(values)}
 
 
@@ -310,7 +324,7 @@ def _with_partitions(table: Table, bounds: dict[str, tuple]) -> Table:
 
 def _mysql_table(cur, database: str, name: str, reading: Reading = Reading()) -> Table | None:
     cur.execute("SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE = 'YES' FROM information_schema.COLUMNS "
-                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND EXTRA NOT LIKE '%%GENERATED%%' "  # computed
+                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND COALESCE(GENERATION_EXPRESSION, '') = '' "  # computed
                 "ORDER BY ORDINAL_POSITION", (database, name))
     described = cur.fetchall()
     if not described:
@@ -329,9 +343,7 @@ def _mysql_table(cur, database: str, name: str, reading: Reading = Reading()) ->
                 "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND REFERENCED_TABLE_NAME IS NOT NULL "
                 "ORDER BY CONSTRAINT_NAME, ORDINAL_POSITION", (database, name))
     references = _references(cur.fetchall())
-    cur.execute("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = %s "
-                "AND TABLE_NAME = %s", (database, name))
-    clauses = [clause for (clause,) in cur.fetchall()]
+    clauses = _mysql_check_clauses(cur, database, name)
     checks = [(column.name, clause) for column in columns for clause in clauses
               if f"`{column.name}`" in clause and clause.count("`") == clause.count(f"`{column.name}`") * 2]
     return _with_checks(_with_unique(Table(name, columns, key, references), unique), checks)
@@ -383,10 +395,24 @@ def _with_unique(table: Table, unique: set[str]) -> Table:
 
 def _mysql_json_columns(cur, database: str, name: str) -> set[str]:
     """MariaDB keeps `json` as longtext with a json_valid check; MySQL reports `json` itself."""
-    cur.execute("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = %s "
-                "AND TABLE_NAME = %s", (database, name))
-    return {match.group(1) for (clause,) in cur.fetchall()
+    return {match.group(1) for clause in _mysql_check_clauses(cur, database, name)
             for match in [re.fullmatch(r"json_valid\(`([^`]+)`\)", clause.strip())] if match}
+
+
+def _mysql_check_clauses(cur, database: str, name: str) -> list[str]:
+    """The table's CHECK clauses. MariaDB's CHECK_CONSTRAINTS names the table (a column's check is named after the
+    column, so names repeat across tables); MySQL 8's does not, and its names are the schema's own."""
+    cur.execute("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'information_schema' "
+                "AND TABLE_NAME = 'CHECK_CONSTRAINTS' AND COLUMN_NAME = 'TABLE_NAME'")
+    if cur.fetchone()[0]:
+        cur.execute("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = %s "
+                    "AND TABLE_NAME = %s", (database, name))
+    else:
+        cur.execute("SELECT c.CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS c "
+                    "JOIN information_schema.TABLE_CONSTRAINTS t ON t.CONSTRAINT_SCHEMA = c.CONSTRAINT_SCHEMA "
+                    "AND t.CONSTRAINT_NAME = c.CONSTRAINT_NAME AND t.CONSTRAINT_TYPE = 'CHECK' "
+                    "WHERE c.CONSTRAINT_SCHEMA = %s AND t.TABLE_NAME = %s", (database, name))
+    return [clause for (clause,) in cur.fetchall()]
 
 
 _LENGTH = re.compile(r"\((\d+)(?:,\s*(\d+))?\)")
@@ -398,7 +424,7 @@ def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable:
     exactly raises `Uncomparable`, naming the table and column."""
     text = sql_type.lower().strip()
     if dialect == "postgres" and text.endswith("[]"):
-        return _array_column(table, name, sql_type, nullable)
+        return _array_column(table, name, sql_type, nullable, decimal_mode)
     size = _LENGTH.search(text)
     first, second = (int(size.group(1)), int(size.group(2)) if size.group(2) else None) if size else (None, None)
     base = _LENGTH.sub("", text).replace(" zerofill", "").strip()
@@ -424,14 +450,16 @@ def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable:
 ARRAY_ELEMENTS = frozenset({STR, SMALLINT, INT, BIGINT, DECIMAL, BOOL, FLOAT, DOUBLE})
 
 
-def _array_column(table: str, name: str, sql_type: str, nullable: bool) -> Column:
+def _array_column(table: str, name: str, sql_type: str, nullable: bool, decimal_mode: str) -> Column:
     """An array whose elements Debezium carries as Avro values of their own (dates and times are carried as
-    numbers inside an array, which silver keeps so: not compared yet)."""
+    numbers inside an array, which silver keeps so, and decimals under decimal.handling.mode string or double as
+    the element's own: not compared yet)."""
     try:
         element = logical_column("postgres", table, name, sql_type.strip()[:-2], True)
     except Uncomparable:
         element = None
-    if element is None or element.type not in ARRAY_ELEMENTS or element.labels or element.form or element.carried:
+    if element is None or element.type not in ARRAY_ELEMENTS or element.labels or element.form or element.carried \
+            or element.type == DECIMAL and decimal_mode != "precise":
         raise Uncomparable(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",
                            f"the types it compares: {SUPPORTED['postgres']}")
     return Column(name, ARRAY, nullable=nullable, sql_type=sql_type, element=element)
@@ -484,9 +512,10 @@ def _mysql_type(base: str, first: int | None, second: int | None):
         return STR, {}
     if base in ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob"):
         return BYTES, {}
-    # MySQL's float is left out: the server shows it rounded to six digits, not the value the binlog carries
+    if base == "float" and (first is None or second is not None or first <= 24):  # float(25..53) is a double
+        return FLOAT, {}  # read as its double: the server shows it rounded to six digits (`Placement.select_list`)
     simple = {"date": DATE, "datetime": TIMESTAMP, "timestamp": TIMESTAMPTZ, "json": JSON, "double": DOUBLE,
-              "double precision": DOUBLE, "real": DOUBLE, "time": TIME}
+              "double precision": DOUBLE, "real": DOUBLE, "time": TIME, "float": DOUBLE}
     return (simple[base], {}) if base in simple else None
 
 

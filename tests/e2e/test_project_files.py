@@ -570,7 +570,8 @@ TYPES_MARIA = """\
         rehearsal time,
         code varchar(10),
         code_upper varchar(10) AS (upper(code)) VIRTUAL,
-        active bit(1) NOT NULL
+        active bit(1) NOT NULL,
+        weight float
     );
     CREATE TABLE address (address_id int PRIMARY KEY, location geometry NOT NULL);
     """
@@ -578,8 +579,9 @@ TYPES_MARIA = """\
 
 @pytest.mark.slow
 def test_a_mysql_set_and_times_pass_the_oracle_beside_a_table_left_out(sandbox, spark, request, tmp_path):
-    """Sakila's kinds of column on MariaDB: a set, times (a duration, so negative or past a day); a table with a
-    geometry column is left out of capture with a warning and the rest goes up."""
+    """Sakila's kinds of column on MariaDB: a set, times (a duration, so negative or past a day), bit(1), a float
+    (which the server shows rounded); a table with a geometry column is left out of capture with a warning and the
+    rest goes up."""
     name = f"types_maria_{secrets.token_hex(3)}"
     directory = project(tmp_path / "p", name, TYPES_MARIA, engine="mariadb",
                         tables="tables:\n  film: {data: {generate: 25, seed: 6}}\n")
@@ -594,6 +596,7 @@ def test_a_mysql_set_and_times_pass_the_oracle_beside_a_table_left_out(sandbox, 
         with job_on_a_new_lake(request, settings, spark) as (_, mutator, oracle):
             oracle.track(["film"])
             mutator.insert("film", {"film_id": 900, "special_features": "Deleted Scenes,Trailers", "active": True,
+                                    "weight": 1234.5677490234375,
                                     "runtime": "-838:59:59.999", "rehearsal": "838:59:59"})
             mutator.update("film", {"film_id": 1}, {"special_features": "", "runtime": dt.time(0, 0, 0, 5000),
                                                     "active": False})

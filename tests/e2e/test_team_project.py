@@ -16,7 +16,6 @@ from decimal import Decimal
 
 import pytest
 
-from cdc_sandbox.config import Settings
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.sources.mutations import Mutator
 from tests.broken_variants import VARIANTS, Catch, expect_catch

@@ -43,10 +43,11 @@ def test_a_simple_check_bounds_an_integer_and_anything_else_says_nothing():
 
 def test_generated_values_fall_in_a_partition():
     month = Column("paid", TIMESTAMPTZ, nullable=False,
-                   partitions=(("2022-01-01 00:00:00+00", "2022-02-01 00:00:00+00"),
-                               ("2022-06-01 00:00:00+00", "2022-07-01 00:00:00+00")))
-    listed = Column("region", STR, nullable=False, partitions=(("eu", "us"), ("apac",)))
-    open_ended = Column("day", DATE, nullable=False, partitions=((None, "2020-01-01"),))
+                   partitions=(("range", "2022-01-01 00:00:00+00", "2022-02-01 00:00:00+00"),
+                               ("range", "2022-06-01 00:00:00+00", "2022-07-01 00:00:00+00")))
+    listed = Column("region", STR, nullable=False, partitions=(("list", "eu", "us"), ("list", "apac")))
+    two_listed = Column("shard", INT, nullable=False, partitions=(("list", "1", "5"),))
+    open_ended = Column("day", DATE, nullable=False, partitions=(("range", None, "2020-01-01"),))
     rng = random.Random(3)
     paid = [random_value(month, rng) for _ in range(200)]
     assert all(dt.datetime(2022, 1, 1, tzinfo=dt.timezone.utc) <= p < dt.datetime(2022, 2, 1, tzinfo=dt.timezone.utc)
@@ -54,6 +55,7 @@ def test_generated_values_fall_in_a_partition():
                for p in paid)
     assert {p.month for p in paid} == {1, 6}
     assert {random_value(listed, rng) for _ in range(100)} == {"eu", "us", "apac"}
+    assert {random_value(two_listed, rng) for _ in range(100)} == {1, 5}  # a list of two is no range
     assert all(dt.date(2019, 1, 1) <= random_value(open_ended, rng) < dt.date(2020, 1, 1) for _ in range(100))
 
 

@@ -151,9 +151,9 @@ def test_a_dumps_tables_are_its_create_table_statements_alone(tmp_path):
     assert config.ddl_tables(ddl, {"engine": "postgres"}) == [("shop", "orders"), ("public", "films")]
 
 
-def test_once_the_file_ran_its_tables_are_what_the_catalog_held_until_the_file_changes(team, tmp_path):
+def test_once_the_file_ran_its_tables_are_what_the_catalog_held_edited_since_or_not(team, tmp_path):
     """The catalog's tables replace the text's; a table left out is no table of the topology, and a `tables:`
-    entry may still name it; an edited file goes back to the text until it runs."""
+    entry may still name it; an edited file (which `sandbox up` does not run over tables that exist) keeps them."""
     ddl = team / "ddl" / "postgres.sql"
     key = config.ddl_run_key("postgres", "shop")
     ran = config.DdlRun(config.file_digest(ddl), (("public", "accounts"), ("billing", "made_by_a_function")),
@@ -168,7 +168,7 @@ def test_once_the_file_ran_its_tables_are_what_the_catalog_held_until_the_file_c
                             postgres)["table.exclude.list"] == r"public\.shipments"
     ddl.write_text(ddl.read_text() + "\n-- edited\n")
     topology = load_topology(team / "cdc-sandbox.yaml", ddl_runs=config.read_ddl_runs(tmp_path))
-    assert [t.name for t in topology.sources["postgres"].tables] == ["accounts", "shipments"]
+    assert [t.name for t in topology.sources["postgres"].tables] == ["accounts", "made_by_a_function"]
 
 
 def test_psql_names_the_line_a_statement_ends_on_and_the_error_names_the_line_it_begins_on():
@@ -211,6 +211,10 @@ def test_psql_names_the_line_a_statement_ends_on_and_the_error_names_the_line_it
     ("postgres", "citext", STR, {"form": ""}),
     ("postgres", "xml", STR, {"form": "xml"}),
     ("mysql", "time(3)", TIME, {"carried": ""}),
+    ("mysql", "float", FLOAT, {}),
+    ("mysql", "float(30)", DOUBLE, {}),
+    ("mysql", "bit(1)", BOOL, {}),
+    ("postgres", "bit(1)", BOOL, {}),
     ("mysql", "set('trailers','deleted scenes')", STR, {"form": "set", "labels": ("trailers", "deleted scenes")}),
 ])
 def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, options):
@@ -219,7 +223,7 @@ def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, opti
     assert all(getattr(column, name) == value for name, value in options.items())
 
 
-@pytest.mark.parametrize("dialect, sql_type", [("mysql", "float"), ("postgres", "point"),
+@pytest.mark.parametrize("dialect, sql_type", [("mysql", "bit(8)"), ("postgres", "point"),
                                                ("mysql", "geometry"), ("mysql", "decimal(65,30)")])
 def test_a_type_the_sandbox_cannot_compare_exactly_is_named_with_its_table(dialect, sql_type):
     with pytest.raises(Uncomparable, match=r"t\.c has type"):
@@ -359,6 +363,17 @@ def test_generated_integers_keep_to_their_source_types_range(sql_type):
     low, high = column.value_range
     drawn = {random_value(column, random.Random(seed)) for seed in range(300)}
     assert all(low <= value <= high for value in drawn) and {low, high} <= drawn
+
+
+def test_mariadb_reads_a_float_as_the_double_that_holds_it_beside_every_other_column():
+    from cdc_sandbox.config import CapturedTable
+    from cdc_sandbox.stack.catalog import Placement
+
+    table = Table("t", (Column("id", INT), Column("w", FLOAT), Column("d", DOUBLE)), ("id",))
+    maria = Placement(table, CapturedTable("mysql", "db", "t"), "mysql")
+    assert maria.select_list() == "*, CAST(`w` AS DOUBLE) AS `w`"  # a row's dictionary keeps the second `w`
+    assert maria.select_list(["w", "d"]) == "CAST(`w` AS DOUBLE) AS `w`, `d`"
+    assert Placement(table, CapturedTable("postgres", "s", "t"), "postgres").select_list() == "*"
 
 
 def test_a_real_is_compared_as_the_32_bits_that_hold_it():

@@ -247,8 +247,7 @@ def _key_in(dialect: str, key_columns: tuple[str, ...], count: int) -> str:
 
 def read_source(settings: Settings, placement: Placement, shape: Shape, keys: set[tuple] | None = None) -> list[tuple]:
     """The source table's rows in the compared columns (all rows, or those with the given keys)."""
-    columns = ", ".join(quote(placement.dialect, c) for c in shape.source_columns)
-    sql = f"SELECT {columns} FROM {placement.name}"
+    sql = f"SELECT {placement.select_list(shape.source_columns)} FROM {placement.name}"
     params: tuple = ()
     if keys is not None:
         if not keys:

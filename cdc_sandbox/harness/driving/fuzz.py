@@ -33,7 +33,8 @@ from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.checking.verdict import Finding
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
-from cdc_sandbox.schema import DOUBLE, FLOAT, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column, Table
+from cdc_sandbox.schema import ARRAY, DOUBLE, FLOAT, INTERVAL, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column
+from cdc_sandbox.schema import Table
 from cdc_sandbox.sources.mutations import added_column, random_value
 from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.tickit_data.ddl import MYSQL
@@ -111,8 +112,10 @@ def _key_part(column: Column, number: int):
 
 
 def edge_value(column: Column, rng: random.Random):
-    if column.form or column.type in (TIME, TIMETZ, FLOAT, DOUBLE):  # their edges are drawn with their grammar
-        return random_value(replace(column, nullable=False), rng)
+    if column.form or column.partitions or (column.type == DECIMAL and column.limits) \
+            or column.type in (TIME, TIMETZ, FLOAT, DOUBLE, INTERVAL, ARRAY):
+        value = random_value(replace(column, nullable=False), rng)  # their edges are drawn with their grammar
+        return value.isoformat() if isinstance(value, dt.time) else value  # as a scenario file writes it
     if column.type in INTEGER_RANGES:
         low, high = column.value_range
         return rng.choice([low, high, 0, 1 if low == 0 else -1])

@@ -26,7 +26,7 @@ from cdc_sandbox.harness.checking.oracle import Oracle
 from cdc_sandbox.harness.running.pipeline import BatchFailed
 from cdc_sandbox.harness.checking.verdict import Finding, OracleMismatch
 from cdc_sandbox.schema import BOOL, BYTES, DATE, DECIMAL, INTEGER_RANGES, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ
-from cdc_sandbox.schema import DOUBLE, FLOAT, TIME, TIMETZ
+from cdc_sandbox.schema import ARRAY, DOUBLE, FLOAT, INTERVAL, TIME, TIMETZ
 from cdc_sandbox.schema import UUID, Column, Table
 from cdc_sandbox.sources import signals, topics
 from cdc_sandbox.sources.changes import ChangeReader, end_offsets
@@ -537,13 +537,15 @@ def _fits(column: Column, value) -> bool:
             return not isinstance(value, bool) and Decimal(str(value)).is_finite()
         except ArithmeticError:
             return False
+    if kind == STR and column.form == "set":
+        return isinstance(value, str) and all(member in column.labels for member in value.split(",") if member)
     if kind == STR and column.labels:
         return value in column.labels
     if isinstance(value, RandomText):
         return kind == STR
     accepted = {STR: str, UUID: str, BYTES: (bytes, str), DATE: dt.date, TIMESTAMP: dt.datetime,
                 TIMESTAMPTZ: dt.datetime, BOOL: bool, FLOAT: (int, float), DOUBLE: (int, float), TIME: (str, int),
-                TIMETZ: str}[kind]
+                TIMETZ: str, INTERVAL: str, ARRAY: list}[kind]
     return isinstance(value, accepted) and not (kind == DATE and isinstance(value, dt.datetime))
 
 
