@@ -143,13 +143,13 @@ class Journal:
             self._catch_up()
             return self._recent[-1].seq + 1 if self._recent else self._first_seq
 
-    def since(self, seq: int) -> list[Change]:
-        """The entries from `seq` on, oldest first."""
+    def since(self, seq: int, topics: set[str] | None = None) -> list[Change]:
+        """The entries from `seq` on, oldest first; with `topics`, those of a project's tables alone (projects on
+        one stack share the journal, and two may name a table alike: TICKIT's and Pagila's `category`)."""
         with self._lock:
             self._catch_up()
-            if seq < self._first_seq:
-                return [c for c in self.entries() if c.seq >= seq]
-            return [c for c in self._recent if c.seq >= seq]
+            entries = self.entries() if seq < self._first_seq else self._recent
+            return [c for c in entries if c.seq >= seq and (topics is None or c.topic in topics)]
 
     def append(self, change: Change) -> None:
         with self._lock:

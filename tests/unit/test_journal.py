@@ -95,3 +95,15 @@ def _append_many(path, count: int) -> None:
     journal = Journal(path)
     for _ in range(count):
         journal.append(change(0))
+
+
+def test_a_project_reads_its_own_tables_entries_though_another_names_a_table_alike(tmp_path):
+    """Projects on one stack share the journal: TICKIT's `category` and Pagila's are two tables."""
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.append(Change(seq=journal.next_seq(), kind="update", table="category", topic="tickit.ecomm.category",
+                          key={"catid": 9801}, values={}))
+    journal.append(Change(seq=journal.next_seq(), kind="update", table="category", topic="pagila.public.category",
+                          key={"category_id": 1}, values={}))
+    assert [c.key for c in journal.since(1, {"pagila.public.category"})] == [{"category_id": 1}]
+    assert len(journal.since(1)) == 2
+    assert [c.seq for c in Journal(tmp_path / "journal.jsonl").since(1, {"tickit.ecomm.category"})] == [1]

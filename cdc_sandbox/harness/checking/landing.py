@@ -56,7 +56,7 @@ class Landing:
         return self.redelivered.pop(table, set())
 
     def wait_delivered(self, since_seq: int) -> dict[str, int]:
-        changes = self.journal.since(since_seq)
+        changes = self.journal.since(since_seq, set(self.settings.topology.topics()))
         targets = {c.table: position_floor(c.position) for c in changes
                    if c.table in self.expected.shapes and c.debezium_ops}
         self.locate(changes, targets, time.monotonic() + self.timeout)

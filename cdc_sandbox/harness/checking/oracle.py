@@ -79,6 +79,7 @@ class Oracle:
         self.stats = stats
         self.expected = ExpectedState(lambda table, shape, keys: read_source(settings, mutator.placement(table), shape,
                                                                             keys))
+        self.topics = set(settings.topology.topics())  # the journal's entries of this project's tables
         self.landing = Landing(settings, pipeline, mutator.journal, self.expected, timeout)
         self.next_seq = mutator.journal.next_seq()
         self.rounds = 0
@@ -101,7 +102,7 @@ class Oracle:
     def track(self, tables: list[str], label: str = "baseline") -> dict[str, Recorded]:
         """Start following these tables: change one row of each not changed since the oracle began (so the round
         has a source position to wait for), then record and check the whole table."""
-        changed = {c.table for c in self.mutator.journal.since(self.next_seq) if c.debezium_ops}
+        changed = {c.table for c in self.mutator.journal.since(self.next_seq, self.topics) if c.debezium_ops}
         for table in tables:
             if table not in changed:
                 self.mutator.touch(table)
@@ -111,7 +112,7 @@ class Oracle:
 
     def round(self, label: str = "") -> dict[str, Recorded]:
         """Wait for the pipeline to reach the journal's latest changes, record the expected state, check it."""
-        changes = self.mutator.journal.since(self.next_seq)
+        changes = self.mutator.journal.since(self.next_seq, self.topics)
         self.next_seq = changes[-1].seq + 1 if changes else self.next_seq
         label = label or f"round {self.rounds + 1}"
         targets = self.expected.apply(changes)
