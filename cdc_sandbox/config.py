@@ -265,7 +265,7 @@ def load_topology(path: Path = TOPOLOGY_FILE, available: set[str] | None = None,
 
 
 def _as_ran(sources: dict[str, Source], ddl_runs: dict[str, DdlRun]) -> dict[str, Source]:
-    """Each source whose DDL file ran as it is now with the tables its catalog then held."""
+    """Each source whose DDL file ran with the tables its catalog then held (and those capture leaves out)."""
     result = {}
     for name, source in sources.items():
         ran = _run_of(source, ddl_runs)
