@@ -32,6 +32,7 @@ UUID = "uuid"
 BYTES = "bytes"
 LOGICAL_TYPES = frozenset({SMALLINT, INT, BIGINT, DECIMAL, NUMBER, STR, DATE, TIMESTAMP, TIMESTAMPTZ, BOOL, JSON,
                            UUID, BYTES, FLOAT, DOUBLE, TIME, TIMETZ, ARRAY, INTERVAL})
+BIT_LAYOUTS = frozenset({"bits", "padded bits"})  # `Column.carried` of a bit string
 # Text of a grammar of its own (str only): what a generated value must look like, and how a driver may give it.
 TEXT_FORMS = frozenset({"inet", "cidr", "macaddr", "macaddr8", "xml", "set", "tsvector"})
 
@@ -63,9 +64,14 @@ class Column:
     # writes them, ("range", from, to) (None: unbounded) or ("list", value, ...). Generated values fall in one.
     partitions: tuple[tuple[str | None, ...], ...] = ()
     element: Column | None = None  # an array's elements (array only)
+    # A bit string's declared length (bytes only; None for an unbounded bit varying): Debezium carries the value as
+    # little-endian bytes, the fewest that hold it on Postgres, ceil(length / 8) on MySQL (`carried` "bits" and
+    # "padded bits").
+    bit_length: int | None = None
     # How the connector carries the value when its settings make it other than the type's own (so silver holds it
     # so): "string" or "double" (decimal.handling.mode), "base64"/"hex" (binary.handling.mode), "millis"
-    # (time.precision.mode=connect, and a time of up to 3 digits in Postgres's adaptive mode). Empty: as the type itself.
+    # (time.precision.mode=connect, and a time of up to 3 digits in Postgres's adaptive mode), "bits"/"padded bits" (a
+    # bit string, `bit_length`). Empty: as the type itself.
     carried: str = ""
 
     def __post_init__(self) -> None:
@@ -73,6 +79,8 @@ class Column:
             raise ValueError(f"column {self.name}: unknown logical type {self.type!r}")
         if (self.max_length is not None or self.form) and self.type != STR:
             raise ValueError(f"column {self.name}: max_length and form are for str only")
+        if self.carried in BIT_LAYOUTS and self.type != BYTES:
+            raise ValueError(f"column {self.name}: a bit string is carried as bytes")
         if (self.type == ARRAY) != (self.element is not None):
             raise ValueError(f"column {self.name}: an array, and only an array, has an element type")
         if self.form and self.form not in TEXT_FORMS:

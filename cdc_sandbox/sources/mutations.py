@@ -28,7 +28,7 @@ from pathlib import Path
 from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import ARRAY, BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTERVAL, JSON, NUMBER, SMALLINT, STR
-from cdc_sandbox.schema import DOUBLE, FLOAT, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column
+from cdc_sandbox.schema import BIT_LAYOUTS, DOUBLE, FLOAT, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column
 from cdc_sandbox.sources.normalize import single_precision, time_text
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
 from cdc_sandbox.stack.catalog import Placement, left_out_placements, placements
@@ -639,6 +639,8 @@ def parameters(p: Placement, values: dict) -> tuple:
         column = p.table.column(name) if name in columns else None
         if isinstance(value, bool) and p.dialect == POSTGRES and column and (column.sql_type or "").startswith("bit"):
             value = "1" if value else "0"
+        elif isinstance(value, int) and p.dialect == POSTGRES and column and column.carried in BIT_LAYOUTS:
+            value = format(value, f"0{column.bit_length or 1}b")  # Postgres takes a bit string as its text
         result.append(sql_parameter(value, column))
     return tuple(result)
 
@@ -774,6 +776,9 @@ def random_value(column: Column, rng: random.Random):
                 "nested": {"ok": rng.random() < 0.5}}
     if column.type == UUID:
         return str(uuid.UUID(int=rng.getrandbits(128)))
+    if column.carried in BIT_LAYOUTS:  # as a number: MySQL takes it so, `parameters` makes Postgres's text of it
+        width = column.bit_length or rng.randint(1, 64)
+        return rng.choice([0, 2**width - 1]) if edge else rng.getrandbits(width)
     if column.type == BYTES:
         return bytes(rng.getrandbits(8) for _ in range(rng.choice([0, 16]) if edge else rng.randint(1, 16)))
     if column.form:

@@ -20,7 +20,7 @@ from decimal import ROUND_DOWN, Decimal, InvalidOperation
 
 from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, INTERVAL, JSON, NUMBER, TIME, TIMESTAMP, TIMESTAMPTZ
 from cdc_sandbox.schema import TIMETZ, UUID
-from cdc_sandbox.schema import ARRAY, Column
+from cdc_sandbox.schema import ARRAY, BIT_LAYOUTS, Column
 from cdc_sandbox.schema import Table
 
 
@@ -53,6 +53,8 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
         return _json
     if column.type == UUID:
         return str
+    if column.carried in BIT_LAYOUTS:
+        return functools.partial(_bits, column)
     if column.type == BYTES:
         return functools.partial(_bytes, column.carried)
     if column.type == FLOAT:
@@ -245,6 +247,16 @@ def _json(value):
         return json.loads(value)
     except json.JSONDecodeError:
         return NotJson(value)
+
+
+def _bits(column: Column, value) -> bytes:
+    """A bit string as Debezium carries it (`Column.bit_length`): Postgres gives its text ('0101'), a MySQL read and
+    the journal its number (`Placement.select_list`), an event and silver the bytes already."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    number = int(value, 2) if isinstance(value, str) else int(value)
+    size = -(-column.bit_length // 8) if column.carried == "padded bits" else -(-number.bit_length() // 8)
+    return number.to_bytes(size, "little")
 
 
 def _bytes(carried: str, value) -> bytes:

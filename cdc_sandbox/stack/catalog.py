@@ -13,19 +13,19 @@ from dataclasses import dataclass, replace
 from cdc_sandbox.config import SIGNAL_TABLE, CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
-from cdc_sandbox.schema import ARRAY, INTERVAL, TIMESTAMP
+from cdc_sandbox.schema import ARRAY, BIT_LAYOUTS, INTERVAL, TIMESTAMP
 from cdc_sandbox.schema import DOUBLE, FLOAT, TEXT_FORMS, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, ForeignKey, Table
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, dialect_of, qualified, quote
 
 SUPPORTED = {
     "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, citext, an enum type, "
-                "date, timestamp, timestamptz, time, timetz, boolean, bit(1), json, jsonb, uuid, bytea, real, "
+                "date, timestamp, timestamptz, time, timetz, boolean, bit(n), bit varying, json, jsonb, uuid, bytea, real, "
                 "double precision, "
                 "interval, inet, cidr, macaddr, macaddr8, xml, tsvector, a domain over any of these, and arrays of text, "
                 "varchar, integers, numeric(p,s), boolean, real and double precision; with decimal.handling.mode "
                 "string or double also money and numeric of over 38 digits",
-    "mysql": "tinyint(1)/boolean, bit(1), tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
+    "mysql": "tinyint(1)/boolean, bit(n), tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
              "float, double, varchar(n), char(n), text, enum, set, date, datetime(p), timestamp(p), time(p), json, binary, "
              "varbinary, blob; with decimal.handling.mode string or double also decimal of over 38 digits",
 }
@@ -48,16 +48,18 @@ class Placement:
 
     def select_list(self, columns=None) -> str:
         """The columns as a SELECT reads them exactly (all of them, the catalog's or not, by default: `*`, each
-        float read again after it under its own name, which a row's dictionary keeps): MariaDB shows a float rounded
-        to six digits, so it is read as the double that holds its 32 bits."""
-        floats = {c.name for c in self.table.columns if c.type == FLOAT} if self.dialect == MYSQL else set()
+        column read otherwise again after it under its own name, which a row's dictionary keeps): MariaDB shows a
+        float rounded to six digits, so it is read as the double that holds its 32 bits, and a bit string as its
+        number (the driver gives a one-byte one as a boolean)."""
+        cast = {c.name: "DOUBLE" if c.type == FLOAT else "UNSIGNED" for c in self.table.columns
+                if c.type == FLOAT or c.carried in BIT_LAYOUTS} if self.dialect == MYSQL else {}
 
         def exact(name: str) -> str:
-            return f"CAST({quote(self.dialect, name)} AS DOUBLE) AS {quote(self.dialect, name)}"
+            return f"CAST({quote(self.dialect, name)} AS {cast[name]}) AS {quote(self.dialect, name)}"
 
         if columns is None:
-            return ", ".join(["*", *(exact(n) for n in self.table.column_names if n in floats)])
-        return ", ".join(exact(n) if n in floats else quote(self.dialect, n) for n in columns)
+            return ", ".join(["*", *(exact(n) for n in self.table.column_names if n in cast)])
+        return ", ".join(exact(n) if n in cast else quote(self.dialect, n) for n in columns)
 
     def insert_sql(self, columns) -> str:
         """INSERT of one row of these columns, its values as driver parameters; on Postgres a value given for an
@@ -131,7 +133,7 @@ def as_carried(table: Table, debezium: dict[str, str]) -> Table:
         unsigned_bigint = column.unsigned and (column.sql_type or "").lower().startswith("bigint")
         if column.type in (DECIMAL, NUMBER) and decimal in ("string", "double") and not unsigned_bigint:
             return decimal
-        if column.type == BYTES and binary != "bytes":
+        if column.type == BYTES and binary != "bytes" and column.carried not in BIT_LAYOUTS:  # bits stay bytes
             return "hex" if binary == "hex" else "base64"
         if column.type in (TIMESTAMP, TIME) and millis:
             return "millis"
@@ -482,8 +484,10 @@ def _postgres_type(base: str, first: int | None, second: int | None):
         return INTERVAL, {}
     if base in TEXT_FORMS:
         return STR, {"form": base}
-    if base == "bit" and first == 1:  # Debezium carries bit(1) as a boolean, a wider one as bytes of its own order
+    if base == "bit" and first in (1, None) or base == "bit varying" and first == 1:  # carried as a boolean
         return BOOL, {}
+    if base in ("bit", "bit varying"):  # a wider one as the fewest little-endian bytes that hold its value
+        return BYTES, {"carried": "bits", "bit_length": first}
     simple = {"smallint": SMALLINT, "integer": INT, "bigint": BIGINT, "text": STR, "citext": STR, "date": DATE,
               "boolean": BOOL, "json": JSON, "jsonb": JSON, "uuid": UUID, "bytea": BYTES, "real": FLOAT,
               "double precision": DOUBLE}
@@ -493,8 +497,10 @@ def _postgres_type(base: str, first: int | None, second: int | None):
 def _mysql_type(base: str, first: int | None, second: int | None):
     unsigned = base.endswith(" unsigned")
     base = base.removesuffix(" unsigned").strip()
-    if base in ("tinyint", "bool", "boolean") and (first == 1 or base != "tinyint") or base == "bit" and first == 1:
+    if base in ("tinyint", "bool", "boolean") and (first == 1 or base != "tinyint") or base == "bit" and first in (1, None):
         return BOOL, {}
+    if base == "bit":  # a wider one as ceil(length / 8) little-endian bytes
+        return BYTES, {"carried": "padded bits", "bit_length": first}
     if base == "bigint":
         return (DECIMAL, {"precision": 20, "scale": 0, "unsigned": True}) if unsigned else (BIGINT, {})
     if base == "year":  # Debezium carries a year as its number

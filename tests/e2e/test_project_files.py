@@ -512,6 +512,8 @@ TYPES_PG = """\
         words tsvector,
         lease interval,
         up bit(1),
+        flags bit(12),
+        mask bit varying(70),
         host_text text GENERATED ALWAYS AS (host(address)) STORED
     );
     CREATE TABLE places (id integer PRIMARY KEY, spot point);
@@ -524,8 +526,8 @@ TYPES_PG = """\
 @pytest.mark.slow
 def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_the_oracle(sandbox, spark, request,
                                                                                            tmp_path):
-    """Times with and without zone (to microseconds and to milliseconds), intervals, addresses, citext, xml, arrays
-    and tsvector go through Debezium and the job and compare exactly; a table made by a DO block is captured though no CREATE TABLE names
+    """Times with and without zone (to microseconds and to milliseconds), intervals, addresses, citext, xml, arrays,
+    tsvector and bit strings (wider than 64 bits too) go through Debezium and the job and compare exactly; a table made by a DO block is captured though no CREATE TABLE names
     it, one created and dropped is not, and one with a point (which the sandbox cannot compare) is left out with a
     warning, its rows kept, the rest going up. An identity key GENERATED ALWAYS takes the rows given; a generated
     column is not compared."""
@@ -552,8 +554,10 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
             mutator.update("hosts", {"id": 1}, {"address": "10.0.0.1/8", "opens": dt.time(0, 0), "login": None,
                                                 "tags": ["a,b", None, "{}", ""], "scores": [Decimal("-9999.99")],
                                                 "ports": [], "words": "the quick brown fox",
-                                                "lease": "1 year 2 mons 3 days 04:05:06.5", "up": True})
+                                                "lease": "1 year 2 mons 3 days 04:05:06.5", "up": True,
+                                                "flags": "000000000001", "mask": "1" + "0" * 68 + "1"})
             mutator.update_key("hosts", {"id": 2}, {"id": 200})
+            mutator.update("hosts", {"id": 4}, {"flags": "100000000000", "mask": "0101"})  # leading zeros
             mutator.delete("hosts", {"id": 3})
             mutator.insert("audit_log", {"id": 9, "what": "made by a DO block"})
             oracle.round("times, addresses, citext, xml, arrays, tsvector; a table the text does not name")
@@ -571,6 +575,8 @@ TYPES_MARIA = """\
         code varchar(10),
         code_upper varchar(10) AS (upper(code)) VIRTUAL,
         active bit(1) NOT NULL,
+        flags bit(6),
+        mask bit(64),
         weight float
     );
     CREATE TABLE address (address_id int PRIMARY KEY, location geometry NOT NULL);
@@ -579,7 +585,8 @@ TYPES_MARIA = """\
 
 @pytest.mark.slow
 def test_a_mysql_set_and_times_pass_the_oracle_beside_a_table_left_out(sandbox, spark, request, tmp_path):
-    """Sakila's kinds of column on MariaDB: a set, times (a duration, so negative or past a day), bit(1), a float
+    """Sakila's kinds of column on MariaDB: a set, times (a duration, so negative or past a day), bit(1) and wider
+    bit strings (a one-byte one, which the driver would read as a boolean), a float
     (which the server shows rounded); a table with a geometry column is left out of capture with a warning and the
     rest goes up."""
     name = f"types_maria_{secrets.token_hex(3)}"
@@ -599,7 +606,8 @@ def test_a_mysql_set_and_times_pass_the_oracle_beside_a_table_left_out(sandbox, 
                                     "weight": 1234.5677490234375,
                                     "runtime": "-838:59:59.999", "rehearsal": "838:59:59"})
             mutator.update("film", {"film_id": 1}, {"special_features": "", "runtime": dt.time(0, 0, 0, 5000),
-                                                    "active": False})
+                                                    "active": False, "flags": 1, "mask": 2**64 - 1})
+            mutator.update("film", {"film_id": 4}, {"flags": 0b100000, "mask": 1})
             mutator.update_key("film", {"film_id": 2}, {"film_id": 902})
             mutator.delete("film", {"film_id": 3})
             oracle.round("sets and times at their edges")

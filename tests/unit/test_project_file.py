@@ -17,18 +17,18 @@ import pyarrow as pa
 import pytest
 
 from cdc_sandbox import config, debezium_settings
-from cdc_sandbox.config import Settings, load_topology, project_file
+from cdc_sandbox.config import CapturedTable, Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.checking.silver import arrow_type
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
 from cdc_sandbox.schema import INTERVAL, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column
 from cdc_sandbox.schema import Table
-from cdc_sandbox.sources.mutations import random_value, same_key
+from cdc_sandbox.sources.mutations import parameters, random_value, same_key
 from cdc_sandbox.sources.normalize import normalize_row
 from cdc_sandbox.spark_jobs.cdc_hudi_job import hudi_options
 from cdc_sandbox.spark_jobs.job_config import JobConfig, TableSpec
 from cdc_sandbox.stack import ddl_client
-from cdc_sandbox.stack.catalog import Uncomparable, as_carried, logical_column
+from cdc_sandbox.stack.catalog import Placement, Uncomparable, as_carried, logical_column
 from cdc_sandbox.stack.connectors import connector_config, server_id
 from cdc_sandbox.sql_text import statements
 from tests import PROJECT_ROOT
@@ -215,6 +215,9 @@ def test_psql_names_the_line_a_statement_ends_on_and_the_error_names_the_line_it
     ("mysql", "float(30)", DOUBLE, {}),
     ("mysql", "bit(1)", BOOL, {}),
     ("postgres", "bit(1)", BOOL, {}),
+    ("postgres", "bit(10)", BYTES, {"carried": "bits", "bit_length": 10}),
+    ("postgres", "bit varying", BYTES, {"carried": "bits", "bit_length": None}),
+    ("mysql", "bit(8)", BYTES, {"carried": "padded bits", "bit_length": 8}),
     ("mysql", "set('trailers','deleted scenes')", STR, {"form": "set", "labels": ("trailers", "deleted scenes")}),
 ])
 def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, options):
@@ -223,7 +226,7 @@ def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, opti
     assert all(getattr(column, name) == value for name, value in options.items())
 
 
-@pytest.mark.parametrize("dialect, sql_type", [("mysql", "bit(8)"), ("postgres", "point"),
+@pytest.mark.parametrize("dialect, sql_type", [("postgres", "int4range"), ("postgres", "point"),
                                                ("mysql", "geometry"), ("mysql", "decimal(65,30)")])
 def test_a_type_the_sandbox_cannot_compare_exactly_is_named_with_its_table(dialect, sql_type):
     with pytest.raises(Uncomparable, match=r"t\.c has type"):
@@ -366,14 +369,33 @@ def test_generated_integers_keep_to_their_source_types_range(sql_type):
 
 
 def test_mariadb_reads_a_float_as_the_double_that_holds_it_beside_every_other_column():
-    from cdc_sandbox.config import CapturedTable
-    from cdc_sandbox.stack.catalog import Placement
 
     table = Table("t", (Column("id", INT), Column("w", FLOAT), Column("d", DOUBLE)), ("id",))
     maria = Placement(table, CapturedTable("mysql", "db", "t"), "mysql")
     assert maria.select_list() == "*, CAST(`w` AS DOUBLE) AS `w`"  # a row's dictionary keeps the second `w`
     assert maria.select_list(["w", "d"]) == "CAST(`w` AS DOUBLE) AS `w`, `d`"
     assert Placement(table, CapturedTable("postgres", "s", "t"), "postgres").select_list() == "*"
+
+
+def test_a_bit_string_compares_as_debeziums_little_endian_bytes_whichever_way_it_arrives():
+    """Postgres's text and Debezium's bytes (the fewest that hold the number), MariaDB's number read by CAST and its
+    event's bytes (ceil(n/8) of them), the journal's number; any binary.handling.mode leaves them bytes."""
+    postgres = logical_column("postgres", "t", "b", "bit(10)", True)
+    maria = logical_column("mysql", "t", "b", "bit(16)", True)
+    pg_table, maria_table = Table("t", (postgres,), ()), Table("t", (maria,), ())
+    assert normalize_row(pg_table, ("1000000001",)) == normalize_row(pg_table, (b"\x01\x02",)) == (b"\x01\x02",)
+    assert normalize_row(pg_table, ("0000000001",)) == (b"\x01",) and normalize_row(pg_table, (0,)) == (b"",)
+    assert normalize_row(maria_table, (1,)) == normalize_row(maria_table, (b"\x01\x00",)) == (b"\x01\x00",)
+    assert normalize_row(maria_table, (True,)) == (b"\x01\x00",)  # a driver's one-byte read as a boolean
+    assert as_carried(pg_table, {"binary.handling.mode": "base64"}).columns[0].carried == "bits"
+    assert arrow_type(postgres, "postgres") == pa.binary()
+    placement = Placement(Table("t", (Column("id", INT), maria), ("id",)), CapturedTable("mysql", "db", "t"), "mysql")
+    assert placement.select_list(["b"]) == "CAST(`b` AS UNSIGNED) AS `b`"
+    pg_placement = Placement(Table("t", (Column("id", INT), postgres), ("id",)), CapturedTable("postgres", "s", "t"),
+                             "postgres")
+    drawn = [random_value(replace(postgres, nullable=False), random.Random(seed)) for seed in range(30)]
+    assert all(0 <= value < 2**10 for value in drawn)
+    assert parameters(pg_placement, {"id": 1, "b": 5}) == (1, "0000000101")
 
 
 def test_a_real_is_compared_as_the_32_bits_that_hold_it():

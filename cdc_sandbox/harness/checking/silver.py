@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_sandbox.harness.running.timeline import Commit
-from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
+from cdc_sandbox.schema import BIGINT, BIT_LAYOUTS, BOOL, BYTES, DATE, DECIMAL, INT, JSON, NUMBER, SMALLINT, STR, TIMESTAMP
 from cdc_sandbox.schema import ARRAY, DOUBLE, FLOAT, INTERVAL, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, Table
 from cdc_sandbox.sources.normalize import normalize_column, row_normalizer
 from cdc_sandbox.spark_jobs import queries
@@ -81,7 +81,7 @@ class Shape:
                 value = dt.date.fromisoformat(value[:10])
             elif isinstance(value, str) and column.type in (TIMESTAMP, TIMESTAMPTZ):
                 value = dt.datetime.fromisoformat(value)
-            elif isinstance(value, str) and column.type == BYTES:
+            elif isinstance(value, str) and column.type == BYTES and column.carried not in BIT_LAYOUTS:
                 value = base64.b64decode(value)  # as the journal writes bytes (`mutations._json_value`)
             typed.append(value)
         return self.normalize(typed)

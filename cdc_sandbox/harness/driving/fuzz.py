@@ -34,7 +34,7 @@ from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.checking.verdict import Finding
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
 from cdc_sandbox.schema import ARRAY, DOUBLE, FLOAT, INTERVAL, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column
-from cdc_sandbox.schema import Table
+from cdc_sandbox.schema import BIT_LAYOUTS, Table
 from cdc_sandbox.sources.mutations import added_column, random_value
 from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.tickit_data.ddl import MYSQL
@@ -129,6 +129,8 @@ def edge_value(column: Column, rng: random.Random):
         return rng.choice([{}, [], {"ü": ["東京", None, 1.5, True]}, {"a": {"b": {"c": [1, [2, [3]]]}}}, "text"])
     if column.type == UUID:
         return rng.choice(["00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"])
+    if column.carried in BIT_LAYOUTS:  # a bit string as its number, as `mutations.random_value` gives it
+        return rng.choice([0, 2 ** (column.bit_length or 64) - 1])
     if column.type == BYTES:
         return rng.choice([b"", b"\x00", bytes(range(256))[:32], b"\xff" * 16])
     if column.type == TIMESTAMPTZ:
