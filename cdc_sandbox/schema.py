@@ -129,6 +129,9 @@ class Table:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
     foreign_keys: tuple[ForeignKey, ...] = ()
+    # A trigger of the database writes its rows (an audit or outbox table, Sakila's film_text): changes nobody
+    # journals, which the oracle reads from the source after each round.
+    written_by_triggers: bool = False
 
     @property
     def column_names(self) -> tuple[str, ...]:

@@ -296,8 +296,21 @@ def _postgres_table(cur, schema: str, name: str, reading: Reading = Reading()) -
         "WHERE c.conrelid = %s::regclass AND c.contype = 'c' AND cardinality(c.conkey) = 1",
         (f'"{schema}"."{name}"', f'"{schema}"."{name}"'))
     checks = cur.fetchall()
-    return _with_partitions(_with_checks(_with_unique(Table(name, columns, key, references), unique), checks),
-                            _partition_bounds(cur, f'"{schema}"."{name}"'))
+    # The bodies of the schema's trigger functions: a table one of them writes changes without a statement of ours.
+    cur.execute("SELECT p.prosrc FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid "
+                "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE NOT t.tgisinternal AND n.nspname = %s", (schema,))
+    triggered = _written_by(name, [row[0] for row in cur.fetchall()])
+    table = Table(name, columns, key, references, written_by_triggers=triggered)
+    return _with_partitions(_with_checks(_with_unique(table, unique), checks), _partition_bounds(cur, f'"{schema}"."{name}"'))
+
+
+def _written_by(name: str, trigger_bodies: list[str]) -> bool:
+    """Whether a trigger body inserts into, updates, deletes from or replaces into the table (by its bare or
+    qualified name, quoted or not)."""
+    target = re.compile(r"\b(?:INSERT\s+(?:IGNORE\s+)?INTO|REPLACE\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:ONLY\s+)?"
+                        rf"(?:[`\"]?\w+[`\"]?\.)?[`\"]?{re.escape(name)}[`\"]?(?![\w.])", re.IGNORECASE)
+    return any(target.search(body or "") for body in trigger_bodies)
 
 
 def _partition_bounds(cur, name: str) -> dict[str, tuple[tuple[str | None, ...], ...]]:
@@ -348,7 +361,10 @@ def _mysql_table(cur, database: str, name: str, reading: Reading = Reading()) ->
     clauses = _mysql_check_clauses(cur, database, name)
     checks = [(column.name, clause) for column in columns for clause in clauses
               if f"`{column.name}`" in clause and clause.count("`") == clause.count(f"`{column.name}`") * 2]
-    return _with_checks(_with_unique(Table(name, columns, key, references), unique), checks)
+    cur.execute("SELECT ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = %s", (database,))
+    triggered = _written_by(name, [row[0] for row in cur.fetchall()])
+    return _with_checks(_with_unique(Table(name, columns, key, references, written_by_triggers=triggered), unique),
+                        checks)
 
 
 def check_bounds(clause: str, column: str) -> tuple[int | None, int | None]:

@@ -3,6 +3,8 @@ the journal's changes are built by hand."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cdc_sandbox.harness.checking.expected import ExpectedState
 from cdc_sandbox.harness.checking.silver import Shape
 from cdc_sandbox.sources.mutations import Change
@@ -47,3 +49,32 @@ def test_a_row_changed_before_a_column_with_a_default_holds_null_there_until_an_
     state.apply([change(3, "update", key={"catid": 1}, values=source.rows[1])])
     assert state.states["category"] == {(1,): (1, "Shows", "Opera and more", "All opera", 0),
                                         (2,): (2, "Plays", "New", "inserted before", 0)}
+
+
+def test_a_table_the_sources_triggers_write_takes_the_sources_rows_after_each_round():
+    """Rows a trigger inserted, changed and deleted (nobody journaled them) become the expected state; a deleted
+    one keeps the values it held; a round that changed nothing there leaves it out of the trigger wait."""
+    source = Source()
+    state = ExpectedState(source.read)
+    audited = Shape(replace(get_table("category"), written_by_triggers=True))
+    state.follow("category", audited)
+    source.rows[2] = {"catid": 2, "catgroup": "Plays", "catname": "By a trigger", "catdesc": "audit"}
+    source.rows[1]["catname"] = "Changed by a trigger"
+    state.apply([replace(change(1, "update", key={"catid": 9}), table="event")])
+    assert state.changed_by_triggers == {"category"} and state.pending["category"] == {(1,), (2,)}
+    assert state.states["category"][(1,)][2] == "Changed by a trigger"
+    gone = source.rows.pop(2)
+    state.apply([replace(change(2, "update", key={"catid": 9}), table="event")])
+    assert state.deleted["category"] == {(2,): tuple(gone.values())} and (2,) not in state.states["category"]
+    state.apply([replace(change(3, "update", key={"catid": 9}), table="event")])
+    assert state.changed_by_triggers == set()
+
+
+def test_a_trigger_body_that_writes_a_table_marks_it_whatever_its_quoting():
+    from cdc_sandbox.stack.catalog import _written_by
+
+    bodies = ["BEGIN INSERT INTO film_text (film_id) VALUES (new.film_id); END",
+              "BEGIN UPDATE `sakila`.`film_text` SET title = new.title; END", 'DELETE FROM ONLY public."audit" x']
+    assert _written_by("film_text", bodies[:1]) and _written_by("film_text", bodies[1:2])
+    assert _written_by("audit", bodies[2:]) and not _written_by("film", bodies[:2])
+    assert not _written_by("film_text", ["SET NEW.last_update = now(); -- film_text_log"])

@@ -27,13 +27,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from cdc_sandbox.config import Settings
+from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.checking.expected import ExpectedState, Recorded, read_source
 from cdc_sandbox.harness.checking.landing import Landing
 from cdc_sandbox.harness.checking.silver import Rows, RustSilver, Shape, SparkSilver
-from cdc_sandbox.harness.checking.verdict import READ_CHECKS, Expectation, Finding, UnreadableSilver, judge
+from cdc_sandbox.harness.checking.verdict import READ_CHECKS, Expectation, Finding, OracleMismatch, UnreadableSilver
+from cdc_sandbox.harness.checking.verdict import judge
+from cdc_sandbox.harness.running.timeline import Commit
 from cdc_sandbox.sources.mutations import Mutator
 from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.stack.catalog import table_schema
+from cdc_sandbox.wait import wait_until
 
 TABLE_CHECK_THREADS = 4
 HUDI_RS_ERROR = "HudiCoreError"  # what hudi-rs raises (its module does not export the class)
@@ -120,6 +124,8 @@ class Oracle:
         landmarks = self.landing.locate(changes, targets, started + self.timeout)
         commits = self.pipeline.wait_for_positions(targets, max(1.0, started + self.timeout - time.monotonic()),
                                                    landmarks)
+        for table in self.expected.changed_by_triggers:
+            commits[table] = self._wait_for_trigger_writes(table, label, started + self.timeout)
         with STATS_LOCK:
             self.stats.seconds_waiting += time.monotonic() - started
         self.landing.note_consumed_past(landmarks, commits)
@@ -132,6 +138,34 @@ class Oracle:
             self.stats.rounds += 1
         self.rounds += 1
         return recorded
+
+    def _wait_for_trigger_writes(self, table: str, label: str, deadline: float) -> Commit:
+        """The first commit of the table, once the round's positions are reached, that holds what the source's
+        triggers wrote (no journaled position says where it lands): each new commit is read by time travel and
+        compared with the expected state; out of time, the last comparison's findings fail the round."""
+        tried: dict[str, OracleMismatch] = {}
+
+        def holding() -> Commit | None:
+            self.pipeline.go_on()
+            commits = self.pipeline.timeline(table)
+            if not commits or commits[-1].instant in tried:
+                return None
+            candidate = self.expected.provisional(table, label, commits[-1])
+            try:
+                self._check("time travel", candidate, lambda r: r.as_of_batches(candidate.shape, candidate.commit),
+                            candidate.state, readers=[self.round_reader])
+            except OracleMismatch as mismatch:
+                tried[candidate.commit.instant] = mismatch
+                return None
+            return candidate.commit
+
+        try:
+            return wait_until(holding, max(1.0, deadline - time.monotonic()),
+                              f"silver {table} to hold the rows the source's triggers wrote", interval=0.5)
+        except SandboxError:
+            if tried:
+                raise list(tried.values())[-1] from None
+            raise
 
     # --- changes that reach the job together ---------------------------------------------------------------
     def pause(self) -> None:

@@ -263,6 +263,14 @@ class Pipeline:
             self.stop_continuous()
             self.start_continuous()
 
+    def go_on(self) -> None:
+        """A step of a wait on silver: a job run a batch at a time runs once (unless paused); a continuous job's
+        failure is raised."""
+        if self.query is not None and self.query.exception() is not None:
+            raise BatchFailed(self.query.exception())
+        if self.query is None and not self.paused and self.drives_job:
+            self.run_once()
+
     def wait_for_positions(self, targets: dict[str, int], timeout: float,
                            landmarks: dict[str, tuple[int, int]] | None = None) -> dict[str, Commit]:
         """Wait until each table's latest commit holds its target source position; returns those commits.
@@ -273,10 +281,7 @@ class Pipeline:
         reached: dict[str, Commit] = {}
 
         def all_reached() -> bool:
-            if self.query is not None and self.query.exception() is not None:
-                raise BatchFailed(self.query.exception())
-            if self.query is None and not self.paused and self.drives_job:
-                self.run_once()
+            self.go_on()
             if not self.job.records_positions:
                 return self._reach_by_offsets(targets, reached, landmarks or {})
             consumed = self.consumed_offsets() if landmarks else {}  # before the timeline: its commits come first
