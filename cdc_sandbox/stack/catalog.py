@@ -212,11 +212,14 @@ def left_out_placements(settings: Settings) -> list[Placement]:
     """The tables capture leaves out (`config.Source.left_out`), described for loading: rows of the captured tables
     may reference them."""
     result = []
+    captured = {table.name for table in settings.topology.tables}
     for source in settings.topology.sources.values():
-        if source.left_out:
-            tables, _ = read_tables(settings, source.name, list(source.left_out), loadable=True)
+        # A captured table's namesake in another schema stays empty: rows are placed by table name.
+        out = [(namespace, name) for namespace, name in source.left_out if name not in captured]
+        if out:
+            tables, _ = read_tables(settings, source.name, out, loadable=True)
             result += [Placement(tables[name], CapturedTable(source.name, namespace, name), dialect_of(source.engine))
-                       for namespace, name in source.left_out if name in tables]
+                       for namespace, name in out if name in tables]
     return result
 
 

@@ -82,7 +82,8 @@ def connector_config(settings: Settings, source: Source, view: WorkerView | None
 
 
 def _left_out(source: Source) -> dict[str, str]:
-    """The tables capture leaves out (a column the sandbox cannot compare), as Debezium's exclude list names them."""
+    """The tables capture leaves out (a column the sandbox cannot compare, another table's name), as Debezium's
+    exclude list names them."""
     if not source.left_out:
         return {}
     return {"table.exclude.list": ",".join(re.escape(f"{namespace}.{name}") for namespace, name in source.left_out)}

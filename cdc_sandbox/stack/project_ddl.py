@@ -81,12 +81,29 @@ def _record_tables(settings: Settings, source: Source, ran: bool) -> None:
     if not ran and recorded is not None and recorded.digest != digest:
         return
     names = _in_file_order(catalog.existing_tables(settings, source.name), source)
-    _, left_out = catalog.read_tables(settings, source.name, names)
+    why_out = _namesakes(names)
+    _, uncomparable = catalog.read_tables(settings, source.name, [t for t in names if t not in why_out])
+    why_out |= {t: uncomparable[t[1]].message for t in names if t not in why_out and t[1] in uncomparable}
     record_ddl_run(settings.state_dir, key, DdlRun(
-        digest, tuple(t for t in names if t[1] not in left_out),
-        tuple((namespace, name, left_out[name].message) for namespace, name in names if name in left_out)))
-    for name, why in left_out.items():
-        print(f"{source.ddl}: table {name} is left out of capture (its rows stay in {source.name}): {why.message}")
+        digest, tuple(t for t in names if t not in why_out),
+        tuple((namespace, name, why_out[namespace, name]) for namespace, name in names if (namespace, name) in why_out)))
+    for (namespace, name), why in why_out.items():
+        print(f"{source.ddl}: table {name} is left out of capture (its rows stay in {source.name}): {why}")
+
+
+def _namesakes(names: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Tables of another schema with the name of one before them, each with why it is left out: the sandbox names a
+    table, its silver table and its settings by the table's name alone."""
+    first: dict[str, str] = {}
+    why: dict[tuple[str, str], str] = {}
+    for namespace, name in names:
+        if name in first:
+            why[namespace, name] = (f"{namespace}.{name} has the name of {first[name]}.{name}, and the sandbox names "
+                                    f"a table (its silver table, its settings) by its name alone; rename one to "
+                                    f"capture both")
+        else:
+            first[name] = namespace
+    return why
 
 
 def _in_file_order(names: list[tuple[str, str]], source: Source) -> list[tuple[str, str]]:

@@ -517,6 +517,8 @@ TYPES_PG = """\
         host_text text GENERATED ALWAYS AS (host(address)) STORED
     );
     CREATE TABLE places (id integer PRIMARY KEY, spot point);
+    CREATE SCHEMA archive;
+    CREATE TABLE archive.hosts (id integer PRIMARY KEY, retired date);
     CREATE TABLE scratch (id integer PRIMARY KEY);
     DROP TABLE scratch;
     DO $$ BEGIN EXECUTE 'CREATE TABLE audit_log (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, what text)'; END $$;
@@ -527,10 +529,11 @@ TYPES_PG = """\
 def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_the_oracle(sandbox, spark, request,
                                                                                            tmp_path):
     """Times with and without zone (to microseconds and to milliseconds), intervals, addresses, citext, xml, arrays,
-    tsvector and bit strings (wider than 64 bits too) go through Debezium and the job and compare exactly; a table made by a DO block is captured though no CREATE TABLE names
-    it, one created and dropped is not, and one with a point (which the sandbox cannot compare) is left out with a
-    warning, its rows kept, the rest going up. An identity key GENERATED ALWAYS takes the rows given; a generated
-    column is not compared."""
+    tsvector and bit strings (wider than 64 bits too) go through Debezium and the job and compare exactly; a table
+    made by a DO block is captured though no CREATE TABLE names it, one created and dropped is not, and one with a
+    point (which the sandbox cannot compare) is left out with a warning, its rows kept, the rest going up, as is a
+    table with the name of one in another schema. An identity key GENERATED ALWAYS takes the rows given; a
+    generated column is not compared."""
     name = f"types_pg_{secrets.token_hex(3)}"
     directory = project(tmp_path / "p", name, TYPES_PG, tables="tables:\n  hosts: {data: {generate: 30, seed: 5}}\n"
                         "  audit_log: {data: {generate: 5}}\n  places: {data: {generate: 3}}\n")
@@ -538,10 +541,12 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
     said = " ".join(done.stdout.split())
     assert done.returncode == 0, done.stdout + done.stderr
     assert "table places is left out of capture (its rows stay in postgres): places.spot has type point" in said, said
+    assert "table hosts is left out of capture (its rows stay in postgres): archive.hosts has the name of " \
+        "public.hosts" in said, said
     settings = project_settings(sandbox, directory)
     assert [t.name for t in settings.topology.tables] == ["hosts", "audit_log"]
     assert ConnectClient(settings.url("connect")).registered_config(f"{name}-postgres")["table.exclude.list"] == \
-        r"public\.places"
+        r"public\.places,archive\.hosts"
     try:
         assert (done := run(sandbox, directory, "load")).returncode == 0, done.stdout + done.stderr
         with job_on_a_new_lake(request, settings, spark) as (_, mutator, oracle):

@@ -420,3 +420,11 @@ def test_an_interval_compares_as_debezium_makes_it_of_the_servers_text():
     assert normalize_row(as_text, ("-00:00:13.609713",)) == normalize_row(as_text, ("P0Y0M0DT0H0M-13.609713S",))
     assert as_carried(Table("t", (numeric,), ()), {"interval.handling.mode": "string"}).columns[0].carried == "string"
     assert arrow_type(numeric, "postgres") == pa.int64() and arrow_type(text, "postgres") == pa.string()
+
+
+def test_a_table_with_the_name_of_one_in_another_schema_is_left_out_naming_both():
+    from cdc_sandbox.stack.project_ddl import _namesakes
+
+    why = _namesakes([("public", "users"), ("auth", "users"), ("public", "orders"), ("audit", "users")])
+    assert set(why) == {("auth", "users"), ("audit", "users")}
+    assert why["auth", "users"].startswith("auth.users has the name of public.users")
