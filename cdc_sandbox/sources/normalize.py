@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
 
 from cdc_sandbox.schema import BOOL, BYTES, DECIMAL, DOUBLE, FLOAT, INTERVAL, JSON, NUMBER, TIME, TIMESTAMP, TIMESTAMPTZ
-from cdc_sandbox.schema import TIMETZ, UUID
+from cdc_sandbox.schema import DATE, TIMETZ, UUID
 from cdc_sandbox.schema import ARRAY, BIT_LAYOUTS, Column
 from cdc_sandbox.schema import Table
 
@@ -38,12 +38,18 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
         return _address
     if column.form:
         return str
+    if column.type == TIME and column.carried == "whole millis":
+        return lambda value: _micros_of_day(1, value) // 1000 * 1000
     if column.type == TIME:
         return functools.partial(_micros_of_day, 1000 if column.carried == "millis" else 1)
     if column.type == TIMETZ:
         return _utc_micros_of_day
     if column.type == INTERVAL:
         return _interval_parts if column.carried == "string" else _interval_micros
+    if column.type == DATE and column.carried == "count":
+        return _days
+    if column.type in (TIMESTAMP, TIMESTAMPTZ) and column.carried == "count":
+        return _micros_since_epoch
     if column.type in (TIMESTAMP, TIMESTAMPTZ):
         return _to_millis if column.carried == "millis" else _naive_utc
     if column.type in (DECIMAL, NUMBER):
@@ -206,9 +212,30 @@ def _unpadded(value: str) -> str:
 
 
 def _naive_utc(value):
+    if isinstance(value, str):  # Debezium's ISO text of an instant (inside an array), the journal's of a time
+        value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
         return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
     return value
+
+
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _days(value) -> int:
+    """A date as Debezium counts it inside an array: days since 1970 (the journal gives its ISO text)."""
+    if isinstance(value, int):
+        return value
+    day = dt.date.fromisoformat(value[:10]) if isinstance(value, str) else value
+    return (day - EPOCH.date()).days
+
+
+def _micros_since_epoch(value) -> int:
+    """A wall-clock time as Debezium counts it inside an array: microseconds since 1970 (UTC)."""
+    if isinstance(value, int):
+        return value
+    moment = _naive_utc(value)
+    return (moment - EPOCH) // dt.timedelta(microseconds=1)
 
 
 def _to_millis(value):

@@ -23,7 +23,8 @@ SUPPORTED = {
                 "date, timestamp, timestamptz, time, timetz, boolean, bit(n), bit varying, json, jsonb, uuid, bytea, real, "
                 "double precision, "
                 "interval, inet, cidr, macaddr, macaddr8, xml, tsvector, a domain over any of these, and arrays of text, "
-                "varchar, integers, numeric(p,s), boolean, real and double precision; with decimal.handling.mode "
+                "varchar, integers, numeric(p,s), boolean, real, double precision, dates, timestamps and times; with "
+                "decimal.handling.mode "
                 "string or double also money and numeric of over 38 digits",
     "mysql": "tinyint(1)/boolean, bit(n), tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
              "float, double, varchar(n), char(n), text, enum, set, date, datetime(p), timestamp(p), time(p), json, binary, "
@@ -468,21 +469,25 @@ def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable:
     return Column(type=kind, **column, **options)
 
 
-ARRAY_ELEMENTS = frozenset({STR, SMALLINT, INT, BIGINT, DECIMAL, BOOL, FLOAT, DOUBLE})
+ARRAY_ELEMENTS = frozenset({STR, SMALLINT, INT, BIGINT, DECIMAL, BOOL, FLOAT, DOUBLE, DATE, TIMESTAMP, TIMESTAMPTZ, TIME})
+# Inside an array Debezium carries a date as its days, a timestamp as its microseconds, a timestamptz as its ISO
+# text and a time as its microseconds cut to whole milliseconds, and the job keeps them so (`Column.carried`).
+ARRAY_CARRIED = {DATE: "count", TIMESTAMP: "count", TIMESTAMPTZ: "text", TIME: "whole millis"}
 
 
 def _array_column(table: str, name: str, sql_type: str, nullable: bool, decimal_mode: str) -> Column:
-    """An array whose elements Debezium carries as Avro values of their own (dates and times are carried as
-    numbers inside an array, which silver keeps so, and decimals under decimal.handling.mode string or double as
-    the element's own: not compared yet)."""
+    """An array whose elements Debezium carries as Avro values of their own (`ARRAY_CARRIED`; an enum's labels, a
+    uuid and decimals under decimal.handling.mode string or double as the element's own: not compared yet)."""
     try:
         element = logical_column("postgres", table, name, sql_type.strip()[:-2], True)
     except Uncomparable:
         element = None
-    if element is None or element.type not in ARRAY_ELEMENTS or element.labels or element.form or element.carried \
-            or element.type == DECIMAL and decimal_mode != "precise":
+    if element is None or element.type not in ARRAY_ELEMENTS or element.labels or element.form \
+            or element.carried not in ("", "millis") or element.type == DECIMAL and decimal_mode != "precise" \
+            or element.type == TIMESTAMP and re.search(r"\([0-3]\)", sql_type):  # in milliseconds: not compared yet
         raise Uncomparable(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",
                            f"the types it compares: {SUPPORTED['postgres']}")
+    element = replace(element, carried=element.carried or ARRAY_CARRIED.get(element.type, ""))
     return Column(name, ARRAY, nullable=nullable, sql_type=sql_type, element=element)
 
 

@@ -509,6 +509,10 @@ TYPES_PG = """\
         tags text[],
         scores numeric(6,2)[],
         ports integer[],
+        days date[],
+        moments timestamp[],
+        instants timestamptz[],
+        slots time[],
         words tsvector,
         lease interval,
         up bit(1),
@@ -528,12 +532,12 @@ TYPES_PG = """\
 @pytest.mark.slow
 def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_the_oracle(sandbox, spark, request,
                                                                                            tmp_path):
-    """Times with and without zone (to microseconds and to milliseconds), intervals, addresses, citext, xml, arrays,
-    tsvector and bit strings (wider than 64 bits too) go through Debezium and the job and compare exactly; a table
-    made by a DO block is captured though no CREATE TABLE names it, one created and dropped is not, and one with a
-    point (which the sandbox cannot compare) is left out with a warning, its rows kept, the rest going up, as is a
-    table with the name of one in another schema. An identity key GENERATED ALWAYS takes the rows given; a
-    generated column is not compared."""
+    """Times with and without zone (to microseconds and to milliseconds), intervals, addresses, citext, xml, arrays
+    (of dates and times too), tsvector and bit strings (wider than 64 bits too) go through Debezium and the job and
+    compare exactly; a table made by a DO block is captured though no CREATE TABLE names it, one created and dropped
+    is not, and one with a point (which the sandbox cannot compare) is left out with a warning, its rows kept, the
+    rest going up, as is a table with the name of one in another schema. An identity key GENERATED ALWAYS takes the
+    rows given; a generated column is not compared."""
     name = f"types_pg_{secrets.token_hex(3)}"
     directory = project(tmp_path / "p", name, TYPES_PG, tables="tables:\n  hosts: {data: {generate: 30, seed: 5}}\n"
                         "  audit_log: {data: {generate: 5}}\n  places: {data: {generate: 3}}\n")
@@ -560,7 +564,12 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
                                                 "tags": ["a,b", None, "{}", ""], "scores": [Decimal("-9999.99")],
                                                 "ports": [], "words": "the quick brown fox",
                                                 "lease": "1 year 2 mons 3 days 04:05:06.5", "up": True,
-                                                "flags": "000000000001", "mask": "1" + "0" * 68 + "1"})
+                                                "flags": "000000000001", "mask": "1" + "0" * 68 + "1",
+                                                "days": [dt.date(1, 1, 1), None, dt.date(9999, 12, 31)],
+                                                "moments": [dt.datetime(1969, 12, 31, 23, 59, 59, 999999)],
+                                                "instants": [dt.datetime(2008, 3, 9, 7, 0, 0, 1,
+                                                                         tzinfo=dt.timezone(dt.timedelta(hours=-5)))],
+                                                "slots": [dt.time(23, 59, 59, 999999), dt.time(0, 0)]})
             mutator.update_key("hosts", {"id": 2}, {"id": 200})
             mutator.update("hosts", {"id": 4}, {"flags": "100000000000", "mask": "0101"})  # leading zeros
             mutator.delete("hosts", {"id": 3})

@@ -428,3 +428,22 @@ def test_a_table_with_the_name_of_one_in_another_schema_is_left_out_naming_both(
     why = _namesakes([("public", "users"), ("auth", "users"), ("public", "orders"), ("audit", "users")])
     assert set(why) == {("auth", "users"), ("audit", "users")}
     assert why["auth", "users"].startswith("auth.users has the name of public.users")
+
+
+def test_arrays_of_dates_and_times_compare_as_debezium_counts_their_elements():
+    """Inside an array Debezium carries a date as its days, a timestamp as its microseconds, a timestamptz as its
+    ISO text and a time cut to whole milliseconds; the driver's objects and the journal's texts compare equal."""
+    columns = [logical_column("postgres", "t", name, sql_type, True) for name, sql_type in
+               (("d", "date[]"), ("m", "timestamp without time zone[]"), ("i", "timestamp with time zone[]"),
+                ("s", "time without time zone[]"))]
+    table = Table("t", tuple(columns), ())
+    zone = dt.timezone(dt.timedelta(hours=-5))
+    driver = ([dt.date(1970, 1, 2), None], [dt.datetime(1969, 12, 31, 23, 59, 59, 999999)],
+              [dt.datetime(2008, 3, 9, 2, 0, tzinfo=zone)], [dt.time(0, 0, 1, 2345)])
+    silver = ([1, None], [-1], ["2008-03-09T07:00:00Z"], [1_002_000])
+    journal = (["1970-01-02", None], ["1969-12-31T23:59:59.999999"], ["2008-03-09T02:00:00-05:00"], ["00:00:01.002345"])
+    assert normalize_row(table, driver) == normalize_row(table, silver) == normalize_row(table, journal)
+    assert [arrow_type(c, "postgres") for c in columns] == [pa.list_(t) for t in (pa.int32(), pa.int64(), pa.string(),
+                                                                                   pa.int64())]
+    with pytest.raises(Uncomparable):
+        logical_column("postgres", "t", "c", "timestamp(3) without time zone[]", True)

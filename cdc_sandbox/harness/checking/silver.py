@@ -259,9 +259,12 @@ def arrow_type(column: Column, dialect: str) -> pa.DataType:
     settings, `Column.carried`) and the job make of the source type. Avro has no 16-bit integer, so smallint arrives
     as int; MySQL's boolean is tinyint(1), which the connectors capture as a boolean however they learned the column
     (`cdc_sandbox/fixtures/connectors/mariadb.json`); times are UTC microseconds; a decimal of any scale is its exact text."""
-    carried = {"string": pa.string(), "double": pa.float64(), "base64": pa.string(), "hex": pa.string()}
+    carried = {"string": pa.string(), "double": pa.float64(), "base64": pa.string(), "hex": pa.string(),
+               "text": pa.string()}
     if column.carried in carried:
         return carried[column.carried]
+    if column.carried == "count":  # a date's days, a timestamp's microseconds (inside an array)
+        return pa.int32() if column.type == DATE else pa.int64()
     own = {INT: pa.int32(), SMALLINT: pa.int32(), BIGINT: pa.int64(), STR: pa.string(), NUMBER: pa.string(),
            JSON: pa.string(), UUID: pa.string(), BYTES: pa.binary(), DATE: pa.date32(), BOOL: pa.bool_(),
            TIMESTAMP: pa.timestamp("us", tz="UTC"), TIMESTAMPTZ: pa.timestamp("us", tz="UTC"), FLOAT: pa.float32(),
