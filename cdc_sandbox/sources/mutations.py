@@ -31,7 +31,7 @@ from cdc_sandbox.schema import ARRAY, BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, I
 from cdc_sandbox.schema import BIT_LAYOUTS, DOUBLE, FLOAT, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column
 from cdc_sandbox.sources.normalize import single_precision, time_text
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
-from cdc_sandbox.stack.catalog import Placement, left_out_placements, placements
+from cdc_sandbox.stack.catalog import Placement, left_out_placements, needs_text_array, placements
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.stack.services.sqlserver_cdc import refresh_capture_instance_batch
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, SQLSERVER, quote
@@ -641,8 +641,20 @@ def parameters(p: Placement, values: dict) -> tuple:
             value = "1" if value else "0"
         elif isinstance(value, int) and p.dialect == POSTGRES and column and column.carried in BIT_LAYOUTS:
             value = format(value, f"0{column.bit_length or 1}b")  # Postgres takes a bit string as its text
+        elif isinstance(value, list) and p.dialect == POSTGRES and column and column.type == ARRAY \
+                and needs_text_array(column.element):
+            value = array_literal(value)
         result.append(sql_parameter(value, column))
     return tuple(result)
+
+
+def array_literal(values: list) -> str:
+    """A Postgres array as its literal text, which the server reads into the column's array type (the driver sends
+    a list as an array of text, which no uuid or enum column takes)."""
+    def element(value) -> str:
+        return "NULL" if value is None else '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    return "{" + ",".join(element(value) for value in values) + "}"
 
 
 def _set_session_clock(cur, dialect: str, at: dt.datetime | None) -> None:

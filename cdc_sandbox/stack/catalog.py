@@ -23,7 +23,8 @@ SUPPORTED = {
                 "date, timestamp, timestamptz, time, timetz, boolean, bit(n), bit varying, json, jsonb, uuid, bytea, real, "
                 "double precision, "
                 "interval, inet, cidr, macaddr, macaddr8, xml, tsvector, a domain over any of these, and arrays of text, "
-                "varchar, integers, numeric(p,s), boolean, real, double precision, dates, timestamps and times; with "
+                "varchar, integers, numeric(p,s), boolean, real, double precision, dates, timestamps, times, uuids and "
+                "an enum; with "
                 "decimal.handling.mode "
                 "string or double also money and numeric of over 38 digits",
     "mysql": "tinyint(1)/boolean, bit(n), tinyint, smallint, mediumint, int, bigint (signed or unsigned), year, decimal(p,s), "
@@ -49,11 +50,8 @@ class Placement:
 
     def select_list(self, columns=None) -> str:
         """The columns as a SELECT reads them exactly (all of them, the catalog's or not, by default: `*`, each
-        column read otherwise again after it under its own name, which a row's dictionary keeps): MariaDB shows a
-        float rounded to six digits, so it is read as the double that holds its 32 bits, and a bit string as its
-        number (the driver gives a one-byte one as a boolean)."""
-        cast = {c.name: "DOUBLE" if c.type == FLOAT else "UNSIGNED" for c in self.table.columns
-                if c.type == FLOAT or c.carried in BIT_LAYOUTS} if self.dialect == MYSQL else {}
+        column read otherwise again after it under its own name, which a row's dictionary keeps)."""
+        cast = self._read_as()
 
         def exact(name: str) -> str:
             return f"CAST({quote(self.dialect, name)} AS {cast[name]}) AS {quote(self.dialect, name)}"
@@ -62,12 +60,29 @@ class Placement:
             return ", ".join(["*", *(exact(n) for n in self.table.column_names if n in cast)])
         return ", ".join(exact(n) if n in cast else quote(self.dialect, n) for n in columns)
 
+    def _read_as(self) -> dict[str, str]:
+        """The columns a SELECT casts, by name: MariaDB shows a float rounded to six digits, so it is read as the
+        double that holds its 32 bits, and a bit string as its number (the driver gives a one-byte one as a
+        boolean); the Postgres driver parses no array of uuids or of an enum, so they are read as text arrays."""
+        columns = self.table.columns
+        if self.dialect == MYSQL:
+            return {c.name: "DOUBLE" if c.type == FLOAT else "UNSIGNED" for c in columns
+                    if c.type == FLOAT or c.carried in BIT_LAYOUTS}
+        if self.dialect == POSTGRES:
+            return {c.name: "text[]" for c in columns if c.type == ARRAY and needs_text_array(c.element)}
+        return {}
+
     def insert_sql(self, columns) -> str:
         """INSERT of one row of these columns, its values as driver parameters; on Postgres a value given for an
         identity column GENERATED ALWAYS is taken, as a load's or a replayed row's must be."""
         names = ", ".join(quote(self.dialect, c) for c in columns)
         overriding = " OVERRIDING SYSTEM VALUE" if self.dialect == POSTGRES else ""
         return f"INSERT INTO {self.name} ({names}){overriding} VALUES ({', '.join(['%s'] * len(columns))})"
+
+
+def needs_text_array(element: Column) -> bool:
+    """An array element the Postgres driver neither parses nor writes: read as text, written as an array literal."""
+    return element.type == UUID or bool(element.labels)
 
 
 def placements(settings: Settings, namespace_suffix: str = "") -> list[Placement]:
@@ -262,8 +277,8 @@ def _postgres_table(cur, schema: str, name: str, reading: Reading = Reading()) -
         "SELECT a.attname, CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod) "
         "                       ELSE format_type(a.atttypid, a.atttypmod) END, "
         "       NOT a.attnotnull AND NOT (t.typtype = 'd' AND t.typnotnull), "
-        "       CASE WHEN r.typtype = 'e' THEN (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder) "
-        "                                       FROM pg_enum e WHERE e.enumtypid = r.oid) END "
+        "       (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder) FROM pg_enum e "  # an enum's, or its array's
+        "        WHERE e.enumtypid = CASE WHEN r.typelem <> 0 THEN r.typelem ELSE r.oid END) "
         "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
         "JOIN pg_type r ON r.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END "
         "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
@@ -446,7 +461,7 @@ def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable:
     exactly raises `Uncomparable`, naming the table and column."""
     text = sql_type.lower().strip()
     if dialect == "postgres" and text.endswith("[]"):
-        return _array_column(table, name, sql_type, nullable, decimal_mode)
+        return _array_column(table, name, sql_type, nullable, decimal_mode, labels)
     size = _LENGTH.search(text)
     first, second = (int(size.group(1)), int(size.group(2)) if size.group(2) else None) if size else (None, None)
     base = _LENGTH.sub("", text).replace(" zerofill", "").strip()
@@ -469,20 +484,23 @@ def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable:
     return Column(type=kind, **column, **options)
 
 
-ARRAY_ELEMENTS = frozenset({STR, SMALLINT, INT, BIGINT, DECIMAL, BOOL, FLOAT, DOUBLE, DATE, TIMESTAMP, TIMESTAMPTZ, TIME})
+ARRAY_ELEMENTS = frozenset({STR, SMALLINT, INT, BIGINT, DECIMAL, BOOL, FLOAT, DOUBLE, DATE, TIMESTAMP, TIMESTAMPTZ, TIME,
+                            UUID})
 # Inside an array Debezium carries a date as its days, a timestamp as its microseconds, a timestamptz as its ISO
 # text and a time as its microseconds cut to whole milliseconds, and the job keeps them so (`Column.carried`).
 ARRAY_CARRIED = {DATE: "count", TIMESTAMP: "count", TIMESTAMPTZ: "text", TIME: "whole millis"}
 
 
-def _array_column(table: str, name: str, sql_type: str, nullable: bool, decimal_mode: str) -> Column:
-    """An array whose elements Debezium carries as Avro values of their own (`ARRAY_CARRIED`; an enum's labels, a
-    uuid and decimals under decimal.handling.mode string or double as the element's own: not compared yet)."""
+def _array_column(table: str, name: str, sql_type: str, nullable: bool, decimal_mode: str,
+                  labels: tuple[str, ...] = ()) -> Column:
+    """An array whose elements Debezium carries as Avro values of their own (`ARRAY_CARRIED`; decimals under
+    decimal.handling.mode string or double as the element's own: not compared yet). An enum's array takes no NULL
+    element: Debezium's schema for its elements is not optional, and its connector stops on one."""
     try:
-        element = logical_column("postgres", table, name, sql_type.strip()[:-2], True)
+        element = logical_column("postgres", table, name, sql_type.strip()[:-2], not labels, labels)
     except Uncomparable:
         element = None
-    if element is None or element.type not in ARRAY_ELEMENTS or element.labels or element.form \
+    if element is None or element.type not in ARRAY_ELEMENTS or element.form \
             or element.carried not in ("", "millis") or element.type == DECIMAL and decimal_mode != "precise" \
             or element.type == TIMESTAMP and re.search(r"\([0-3]\)", sql_type):  # in milliseconds: not compared yet
         raise Uncomparable(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",

@@ -495,6 +495,7 @@ def test_a_mysqldump_goes_in_with_its_delimiters_triggers_and_executable_comment
 
 TYPES_PG = """\
     CREATE EXTENSION IF NOT EXISTS citext;
+    CREATE TYPE mood AS ENUM ('calm', 'it''s "busy"', 'down');
     CREATE TABLE hosts (
         id integer PRIMARY KEY,
         address inet NOT NULL,
@@ -513,6 +514,8 @@ TYPES_PG = """\
         moments timestamp[],
         instants timestamptz[],
         slots time[],
+        moods mood[],
+        owners uuid[],
         words tsvector,
         lease interval,
         up bit(1),
@@ -533,7 +536,7 @@ TYPES_PG = """\
 def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_the_oracle(sandbox, spark, request,
                                                                                            tmp_path):
     """Times with and without zone (to microseconds and to milliseconds), intervals, addresses, citext, xml, arrays
-    (of dates and times too), tsvector and bit strings (wider than 64 bits too) go through Debezium and the job and
+    (of dates, times, an enum and uuids too), tsvector and bit strings (wider than 64 bits too) go through Debezium and the job and
     compare exactly; a table made by a DO block is captured though no CREATE TABLE names it, one created and dropped
     is not, and one with a point (which the sandbox cannot compare) is left out with a warning, its rows kept, the
     rest going up, as is a table with the name of one in another schema. An identity key GENERATED ALWAYS takes the
@@ -569,7 +572,9 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
                                                 "moments": [dt.datetime(1969, 12, 31, 23, 59, 59, 999999)],
                                                 "instants": [dt.datetime(2008, 3, 9, 7, 0, 0, 1,
                                                                          tzinfo=dt.timezone(dt.timedelta(hours=-5)))],
-                                                "slots": [dt.time(23, 59, 59, 999999), dt.time(0, 0)]})
+                                                "slots": [dt.time(23, 59, 59, 999999), dt.time(0, 0)],
+                                                "moods": ['it\'s "busy"', "calm"],
+                                                "owners": ["00000000-0000-0000-0000-000000000000", None]})
             mutator.update_key("hosts", {"id": 2}, {"id": 200})
             mutator.update("hosts", {"id": 4}, {"flags": "100000000000", "mask": "0101"})  # leading zeros
             mutator.delete("hosts", {"id": 3})

@@ -447,3 +447,15 @@ def test_arrays_of_dates_and_times_compare_as_debezium_counts_their_elements():
                                                                                    pa.int64())]
     with pytest.raises(Uncomparable):
         logical_column("postgres", "t", "c", "timestamp(3) without time zone[]", True)
+
+
+def test_arrays_of_an_enum_and_of_uuids_are_read_as_text_and_written_as_literals():
+    moods = logical_column("postgres", "t", "moods", "mood[]", True, ("calm", 'it\'s "busy"'))
+    owners = logical_column("postgres", "t", "owners", "uuid[]", True)
+    assert moods.element.labels == ("calm", 'it\'s "busy"') and not moods.element.nullable  # Debezium's is required
+    placement = Placement(Table("t", (Column("id", INT), moods, owners), ("id",)), CapturedTable("postgres", "s", "t"),
+                          "postgres")
+    assert placement.select_list(["moods", "owners"]) == 'CAST("moods" AS text[]) AS "moods", CAST("owners" AS text[]) ' \
+        'AS "owners"'
+    assert parameters(placement, {"id": 1, "moods": ['it\'s "busy"', "calm"], "owners": [None]}) == \
+        (1, '{"it\'s \\"busy\\"","calm"}', "{NULL}")
