@@ -29,6 +29,7 @@ from cdc_sandbox.config import Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import ARRAY, BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTERVAL, JSON, NUMBER, SMALLINT, STR
 from cdc_sandbox.schema import BIT_LAYOUTS, DOUBLE, FLOAT, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, UUID, Column
+from cdc_sandbox.schema import RANGE_FORMS
 from cdc_sandbox.sources.normalize import single_precision, time_text
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
 from cdc_sandbox.stack.catalog import Placement, left_out_placements, needs_text_array, placements
@@ -853,9 +854,28 @@ def _formed_text(column: Column, rng: random.Random) -> str:
         return ":".join(f"{octet:02x}" for octet in octets[:6 if column.form == "macaddr" else 8])
     if column.form == "set":
         return ",".join(label for label in column.labels if rng.random() < 0.5)
+    if column.form in RANGE_FORMS:
+        return _range_text(column.form, rng)
     if column.form == "tsvector":  # words, which the server keeps sorted and once each
         return " ".join(_text(rng, 8).replace(" ", "") or "x" for _ in range(rng.randint(1, 5)))
     return f"<note n=\"{rng.randint(0, 999)}\">{_text(rng, 20).replace('&', '').replace('<', '')}</note>"
+
+
+def _range_text(form: str, rng: random.Random) -> str:
+    """A range as the server writes it back: a discrete one canonical (`[low,high)`), now and then empty or
+    unbounded."""
+    if rng.random() < 0.1:
+        return rng.choice(["empty", "(,)"])
+    low, span = rng.randint(-1000, 1000), rng.randint(1, 1000)
+    if form in ("int4range", "int8range"):
+        return f"[{low},{low + span})"
+    if form == "numrange":
+        return f"[{Decimal(low).scaleb(-2)},{Decimal(low + span).scaleb(-2)}]"
+    start = dt.date(2008, 1, 1) + dt.timedelta(days=low)
+    if form == "daterange":
+        return f"[{start},{start + dt.timedelta(days=span)})"
+    moment = dt.datetime.combine(start, dt.time()) + dt.timedelta(seconds=rng.randrange(86_400))
+    return f'["{moment}","{moment + dt.timedelta(minutes=span)}")'
 
 
 def unique_value(column: Column, key: dict, rng: random.Random):

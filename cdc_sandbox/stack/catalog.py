@@ -14,7 +14,7 @@ from cdc_sandbox.config import SIGNAL_TABLE, CapturedTable, Settings
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.schema import BIGINT, BOOL, BYTES, DATE, DECIMAL, INT, INTEGER_RANGES, JSON, NUMBER, SMALLINT, STR
 from cdc_sandbox.schema import ARRAY, BIT_LAYOUTS, INTERVAL, TIMESTAMP
-from cdc_sandbox.schema import DOUBLE, FLOAT, TEXT_FORMS, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, ForeignKey, Table
+from cdc_sandbox.schema import DOUBLE, FLOAT, RANGE_FORMS, TEXT_FORMS, TIME, TIMESTAMPTZ, TIMETZ, UUID, Column, ForeignKey, Table
 from cdc_sandbox.stack.databases import connection
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES, dialect_of, qualified, quote
 
@@ -22,7 +22,8 @@ SUPPORTED = {
     "postgres": "smallint, integer, bigint, numeric(p,s), numeric, varchar(n), char(n), text, citext, an enum type, "
                 "date, timestamp, timestamptz, time, timetz, boolean, bit(n), bit varying, json, jsonb, uuid, bytea, real, "
                 "double precision, "
-                "interval, inet, cidr, macaddr, macaddr8, xml, tsvector, a domain over any of these, and arrays of text, "
+                "interval, inet, cidr, macaddr, macaddr8, xml, tsvector, int4range, int8range, numrange, daterange, "
+                "tsrange, a domain over any of these, and arrays of text, "
                 "varchar, integers, numeric(p,s), boolean, real, double precision, dates, timestamps, times, uuids and "
                 "an enum; with "
                 "decimal.handling.mode "
@@ -63,13 +64,15 @@ class Placement:
     def _read_as(self) -> dict[str, str]:
         """The columns a SELECT casts, by name: MariaDB shows a float rounded to six digits, so it is read as the
         double that holds its 32 bits, and a bit string as its number (the driver gives a one-byte one as a
-        boolean); the Postgres driver parses no array of uuids or of an enum, so they are read as text arrays."""
+        boolean); the Postgres driver parses no array of uuids or of an enum, so they are read as text arrays, and
+        gives a range as an object, so it is read as its text (which is what Debezium carries)."""
         columns = self.table.columns
         if self.dialect == MYSQL:
             return {c.name: "DOUBLE" if c.type == FLOAT else "UNSIGNED" for c in columns
                     if c.type == FLOAT or c.carried in BIT_LAYOUTS}
         if self.dialect == POSTGRES:
-            return {c.name: "text[]" for c in columns if c.type == ARRAY and needs_text_array(c.element)}
+            return {c.name: "text[]" if c.type == ARRAY else "text" for c in columns
+                    if c.type == ARRAY and needs_text_array(c.element) or c.form in RANGE_FORMS}
         return {}
 
     def insert_sql(self, columns) -> str:
@@ -524,7 +527,7 @@ def _postgres_type(base: str, first: int | None, second: int | None):
         return TIMETZ, {}
     if base.startswith("interval"):  # `interval day to second` and the like too
         return INTERVAL, {}
-    if base in TEXT_FORMS:
+    if base in TEXT_FORMS:  # a range among them: Debezium carries its text (tstzrange's depends on a session's zone)
         return STR, {"form": base}
     if base == "bit" and first in (1, None) or base == "bit varying" and first == 1:  # carried as a boolean
         return BOOL, {}

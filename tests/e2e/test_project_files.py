@@ -516,6 +516,10 @@ TYPES_PG = """\
         slots time[],
         moods mood[],
         owners uuid[],
+        seats int4range,
+        budget numrange,
+        stay daterange,
+        slot tsrange,
         words tsvector,
         lease interval,
         up bit(1),
@@ -536,11 +540,11 @@ TYPES_PG = """\
 def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_the_oracle(sandbox, spark, request,
                                                                                            tmp_path):
     """Times with and without zone (to microseconds and to milliseconds), intervals, addresses, citext, xml, arrays
-    (of dates, times, an enum and uuids too), tsvector and bit strings (wider than 64 bits too) go through Debezium and the job and
-    compare exactly; a table made by a DO block is captured though no CREATE TABLE names it, one created and dropped
-    is not, and one with a point (which the sandbox cannot compare) is left out with a warning, its rows kept, the
-    rest going up, as is a table with the name of one in another schema. An identity key GENERATED ALWAYS takes the
-    rows given; a generated column is not compared."""
+    (of dates, times, an enum and uuids too), ranges, tsvector and bit strings (wider than 64 bits too) go through
+    Debezium and the job and compare exactly; a table made by a DO block is captured though no CREATE TABLE names
+    it, one created and dropped is not, and one with a point (which the sandbox cannot compare) is left out with a
+    warning, its rows kept, the rest going up, as is a table with the name of one in another schema. An identity key
+    GENERATED ALWAYS takes the rows given; a generated column is not compared."""
     name = f"types_pg_{secrets.token_hex(3)}"
     directory = project(tmp_path / "p", name, TYPES_PG, tables="tables:\n  hosts: {data: {generate: 30, seed: 5}}\n"
                         "  audit_log: {data: {generate: 5}}\n  places: {data: {generate: 3}}\n")
@@ -574,7 +578,9 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
                                                                          tzinfo=dt.timezone(dt.timedelta(hours=-5)))],
                                                 "slots": [dt.time(23, 59, 59, 999999), dt.time(0, 0)],
                                                 "moods": ['it\'s "busy"', "calm"],
-                                                "owners": ["00000000-0000-0000-0000-000000000000", None]})
+                                                "owners": ["00000000-0000-0000-0000-000000000000", None],
+                                                "seats": "[3,7]", "budget": "empty", "stay": "(,2008-01-01]",
+                                                "slot": '["2008-03-09 02:00:00",)'})
             mutator.update_key("hosts", {"id": 2}, {"id": 200})
             mutator.update("hosts", {"id": 4}, {"flags": "100000000000", "mask": "0101"})  # leading zeros
             mutator.delete("hosts", {"id": 3})

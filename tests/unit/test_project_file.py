@@ -218,6 +218,7 @@ def test_psql_names_the_line_a_statement_ends_on_and_the_error_names_the_line_it
     ("postgres", "bit(10)", BYTES, {"carried": "bits", "bit_length": 10}),
     ("postgres", "bit varying", BYTES, {"carried": "bits", "bit_length": None}),
     ("mysql", "bit(8)", BYTES, {"carried": "padded bits", "bit_length": 8}),
+    ("postgres", "tsrange", STR, {"form": "tsrange"}),
     ("mysql", "set('trailers','deleted scenes')", STR, {"form": "set", "labels": ("trailers", "deleted scenes")}),
 ])
 def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, options):
@@ -226,7 +227,7 @@ def test_each_catalog_type_has_one_logical_type(dialect, sql_type, logical, opti
     assert all(getattr(column, name) == value for name, value in options.items())
 
 
-@pytest.mark.parametrize("dialect, sql_type", [("postgres", "int4range"), ("postgres", "point"),
+@pytest.mark.parametrize("dialect, sql_type", [("postgres", "tstzrange"), ("postgres", "point"),
                                                ("mysql", "geometry"), ("mysql", "decimal(65,30)")])
 def test_a_type_the_sandbox_cannot_compare_exactly_is_named_with_its_table(dialect, sql_type):
     with pytest.raises(Uncomparable, match=r"t\.c has type"):
@@ -449,7 +450,7 @@ def test_arrays_of_dates_and_times_compare_as_debezium_counts_their_elements():
         logical_column("postgres", "t", "c", "timestamp(3) without time zone[]", True)
 
 
-def test_arrays_of_an_enum_and_of_uuids_are_read_as_text_and_written_as_literals():
+def test_arrays_of_an_enum_and_of_uuids_and_ranges_are_read_as_text():
     moods = logical_column("postgres", "t", "moods", "mood[]", True, ("calm", 'it\'s "busy"'))
     owners = logical_column("postgres", "t", "owners", "uuid[]", True)
     assert moods.element.labels == ("calm", 'it\'s "busy"') and not moods.element.nullable  # Debezium's is required
@@ -457,5 +458,8 @@ def test_arrays_of_an_enum_and_of_uuids_are_read_as_text_and_written_as_literals
                           "postgres")
     assert placement.select_list(["moods", "owners"]) == 'CAST("moods" AS text[]) AS "moods", CAST("owners" AS text[]) ' \
         'AS "owners"'
+    ranged = Placement(Table("t", (Column("id", INT), logical_column("postgres", "t", "r", "daterange", True)), ("id",)),
+                       CapturedTable("postgres", "s", "t"), "postgres")
+    assert ranged.select_list() == '*, CAST("r" AS text) AS "r"'  # the driver's would be an object
     assert parameters(placement, {"id": 1, "moods": ['it\'s "busy"', "calm"], "owners": [None]}) == \
         (1, '{"it\'s \\"busy\\"","calm"}', "{NULL}")
