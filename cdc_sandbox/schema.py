@@ -72,8 +72,8 @@ class Column:
     # How the connector carries the value when its settings make it other than the type's own (so silver holds it
     # so): "string" or "double" (decimal.handling.mode), "base64"/"hex" (binary.handling.mode), "millis"
     # (time.precision.mode=connect, and a time of up to 3 digits in Postgres's adaptive mode), "bits"/"padded bits" (a
-    # bit string, `bit_length`), "count"/"text" (a date's days, a timestamp's microseconds, a timestamptz's ISO text:
-    # an array's elements). Empty: as the type itself.
+    # bit string, `bit_length`), "count"/"millis count"/"text" (a date's days, a timestamp's micro- or milliseconds,
+    # a timestamptz's ISO text: an array's elements). Empty: as the type itself.
     carried: str = ""
 
     def __post_init__(self) -> None:

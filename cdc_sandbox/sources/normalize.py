@@ -50,6 +50,8 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
         return _days
     if column.type in (TIMESTAMP, TIMESTAMPTZ) and column.carried == "count":
         return _micros_since_epoch
+    if column.type == TIMESTAMP and column.carried == "millis count":
+        return lambda value: value if isinstance(value, int) else _micros_since_epoch(value) // 1000
     if column.type in (TIMESTAMP, TIMESTAMPTZ):
         return _to_millis if column.carried == "millis" else _naive_utc
     if column.type in (DECIMAL, NUMBER):

@@ -496,20 +496,25 @@ ARRAY_CARRIED = {DATE: "count", TIMESTAMP: "count", TIMESTAMPTZ: "text", TIME: "
 
 def _array_column(table: str, name: str, sql_type: str, nullable: bool, decimal_mode: str,
                   labels: tuple[str, ...] = ()) -> Column:
-    """An array whose elements Debezium carries as Avro values of their own (`ARRAY_CARRIED`; decimals under
-    decimal.handling.mode string or double as the element's own: not compared yet). An enum's array takes no NULL
-    element: Debezium's schema for its elements is not optional, and its connector stops on one."""
+    """An array whose elements Debezium carries as Avro values of their own (`ARRAY_CARRIED`; a decimal as
+    decimal.handling.mode says). An enum's array takes no NULL element: Debezium's schema for its elements is not
+    optional, and its connector stops on one."""
     try:
         element = logical_column("postgres", table, name, sql_type.strip()[:-2], not labels, labels)
     except Uncomparable:
         element = None
-    if element is None or element.type not in ARRAY_ELEMENTS or element.form \
-            or element.carried not in ("", "millis") or element.type == DECIMAL and decimal_mode != "precise" \
-            or element.type == TIMESTAMP and re.search(r"\([0-3]\)", sql_type):  # in milliseconds: not compared yet
+    as_text = decimal_mode != "precise" and element is not None and element.type in (DECIMAL, NUMBER)
+    if element is None or element.type not in ARRAY_ELEMENTS and not as_text or element.form \
+            or element.carried not in ("", "millis"):
         raise Uncomparable(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",
                            f"the types it compares: {SUPPORTED['postgres']}")
-    element = replace(element, carried=element.carried or ARRAY_CARRIED.get(element.type, ""))
-    return Column(name, ARRAY, nullable=nullable, sql_type=sql_type, element=element)
+    if as_text:
+        carried = decimal_mode
+    elif element.type == TIMESTAMP and re.search(r"\([0-3]\)", sql_type):  # Debezium's milliseconds
+        carried = "millis count"
+    else:
+        carried = element.carried or ARRAY_CARRIED.get(element.type, "")
+    return Column(name, ARRAY, nullable=nullable, sql_type=sql_type, element=replace(element, carried=carried))
 
 
 def _postgres_type(base: str, first: int | None, second: int | None):

@@ -169,7 +169,8 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
             taken   timestamp(6),
             price   money,
             huge    numeric(50,10),
-            span    interval
+            span    interval,
+            prices  numeric(8,2)[]
         );
         """, debezium="""\
         debezium:
@@ -187,7 +188,8 @@ def test_the_oracle_expects_what_the_connector_settings_make_of_decimals_binarie
             assert done.returncode == 0, done.stdout + done.stderr
         settings = project_settings(sandbox, directory)
         assert [c.carried for c in catalog.table_schema(settings, "readings").columns] == [
-            "", "string", "base64", "millis", "string", "string", "string"]  # money, wide decimals only as text
+            "", "string", "base64", "millis", "string", "string", "string", ""]  # money, wide decimals only as text
+        assert catalog.table_schema(settings, "readings").column("prices").element.carried == "string"
         _the_modes_carry_the_edges(request, settings, spark, registry)
     finally:
         _remove_database(sandbox, directory, name, [])
@@ -199,7 +201,8 @@ def _the_modes_carry_the_edges(request, settings: Settings, spark, registry) -> 
         mutator.update("readings", {"id": 1}, {"value": Decimal("-12345678.9012"), "raw": b"\x00\x01\xfe\xff",
                                                 "price": Decimal("-92233720368547758.08"),
                                                 "huge": Decimal("-1234567890123456789012345678901234567890.0123456789"),
-                                                "span": "-1 year -2 mons +3 days -04:05:06.000007"})
+                                                "span": "-1 year -2 mons +3 days -04:05:06.000007",
+                                                "prices": [Decimal("-999999.99"), None, Decimal("0.10")]})
         kafka = settings.endpoint("kafka").address
         topic = settings.topology.topic(settings.topology.table("readings").namespace, "readings")
         before = end_offsets(kafka, [topic])[topic]  # the tombstones of this delete alone
@@ -514,6 +517,7 @@ TYPES_PG = """\
         moments timestamp[],
         instants timestamptz[],
         slots time[],
+        stamps timestamp(3)[],
         moods mood[],
         owners uuid[],
         seats int4range,
@@ -577,6 +581,7 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
                                                 "instants": [dt.datetime(2008, 3, 9, 7, 0, 0, 1,
                                                                          tzinfo=dt.timezone(dt.timedelta(hours=-5)))],
                                                 "slots": [dt.time(23, 59, 59, 999999), dt.time(0, 0)],
+                                                "stamps": [dt.datetime(2008, 1, 1, 0, 0, 0, 999000)],
                                                 "moods": ['it\'s "busy"', "calm"],
                                                 "owners": ["00000000-0000-0000-0000-000000000000", None],
                                                 "seats": "[3,7]", "budget": "empty", "stay": "(,2008-01-01]",

@@ -446,8 +446,10 @@ def test_arrays_of_dates_and_times_compare_as_debezium_counts_their_elements():
     assert normalize_row(table, driver) == normalize_row(table, silver) == normalize_row(table, journal)
     assert [arrow_type(c, "postgres") for c in columns] == [pa.list_(t) for t in (pa.int32(), pa.int64(), pa.string(),
                                                                                    pa.int64())]
-    with pytest.raises(Uncomparable):
-        logical_column("postgres", "t", "c", "timestamp(3) without time zone[]", True)
+    millis = logical_column("postgres", "t", "c", "timestamp(3) without time zone[]", True)
+    assert normalize_row(Table("t", (millis,), ()), ([dt.datetime(1970, 1, 1, 0, 0, 1, 5000)],)) == ((1005,),)
+    as_text = logical_column("postgres", "t", "c", "numeric(6,2)[]", True, decimal_mode="string")
+    assert as_text.element.carried == "string" and arrow_type(as_text, "postgres") == pa.list_(pa.string())
 
 
 def test_arrays_of_an_enum_and_of_uuids_and_ranges_are_read_as_text():

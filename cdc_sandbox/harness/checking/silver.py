@@ -263,7 +263,7 @@ def arrow_type(column: Column, dialect: str) -> pa.DataType:
                "text": pa.string()}
     if column.carried in carried:
         return carried[column.carried]
-    if column.carried == "count":  # a date's days, a timestamp's microseconds (inside an array)
+    if column.carried in ("count", "millis count"):  # a date's days, a timestamp's micro- or milliseconds (in an array)
         return pa.int32() if column.type == DATE else pa.int64()
     own = {INT: pa.int32(), SMALLINT: pa.int32(), BIGINT: pa.int64(), STR: pa.string(), NUMBER: pa.string(),
            JSON: pa.string(), UUID: pa.string(), BYTES: pa.binary(), DATE: pa.date32(), BOOL: pa.bool_(),
