@@ -34,7 +34,7 @@ LOGICAL_TYPES = frozenset({SMALLINT, INT, BIGINT, DECIMAL, NUMBER, STR, DATE, TI
                            UUID, BYTES, FLOAT, DOUBLE, TIME, TIMETZ, ARRAY, INTERVAL})
 BIT_LAYOUTS = frozenset({"bits", "padded bits"})  # `Column.carried` of a bit string
 # Text of a grammar of its own (str only): what a generated value must look like, and how a driver may give it.
-RANGE_FORMS = frozenset({"int4range", "int8range", "numrange", "daterange", "tsrange"})  # as the server writes them
+RANGE_FORMS = frozenset({"int4range", "int8range", "numrange", "daterange", "tsrange", "tstzrange"})
 TEXT_FORMS = frozenset({"inet", "cidr", "macaddr", "macaddr8", "xml", "set", "tsvector"}) | RANGE_FORMS
 
 INTEGER_RANGES = {

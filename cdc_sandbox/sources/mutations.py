@@ -875,6 +875,8 @@ def _range_text(form: str, rng: random.Random) -> str:
     if form == "daterange":
         return f"[{start},{start + dt.timedelta(days=span)})"
     moment = dt.datetime.combine(start, dt.time()) + dt.timedelta(seconds=rng.randrange(86_400))
+    if form == "tstzrange":
+        moment = moment.replace(tzinfo=dt.timezone(dt.timedelta(minutes=rng.choice([0, 330, -300]))))
     return f'["{moment}","{moment + dt.timedelta(minutes=span)}")'
 
 

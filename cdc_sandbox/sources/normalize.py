@@ -36,6 +36,8 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
         return functools.partial(_set_members, column.labels)
     if column.form in ("inet", "cidr"):
         return _address
+    if column.form == "tstzrange":
+        return _instant_range
     if column.form:
         return str
     if column.type == TIME and column.carried == "whole millis":
@@ -166,6 +168,19 @@ def _utc_micros_of_day(value) -> int:
         value = dt.time.fromisoformat(value)
     offset = value.utcoffset() or dt.timedelta(0)
     return (_micros_of_day(1, value.replace(tzinfo=None)) - _micros_of_day(1, offset)) % 86_400_000_000
+
+
+_RANGE = re.compile(r'([\[(])"?([^",]*)"?,"?([^",]*)"?([\])])')
+
+
+def _instant_range(value) -> str:
+    """A tstzrange in one text whatever the session's zone wrote its bounds in: each bound as UTC."""
+    found = _RANGE.fullmatch(str(value))
+    if found is None:  # empty
+        return str(value)
+    opening, low, high, closing = found.groups()
+    bounds = [dt.datetime.fromisoformat(b).astimezone(dt.timezone.utc).isoformat() if b else "" for b in (low, high)]
+    return f"{opening}{bounds[0]},{bounds[1]}{closing}"
 
 
 def _address(value) -> str:

@@ -23,7 +23,7 @@ SUPPORTED = {
                 "date, timestamp, timestamptz, time, timetz, boolean, bit(n), bit varying, json, jsonb, uuid, bytea, real, "
                 "double precision, "
                 "interval, inet, cidr, macaddr, macaddr8, xml, tsvector, int4range, int8range, numrange, daterange, "
-                "tsrange, a domain over any of these, and arrays of text, "
+                "tsrange, tstzrange, a domain over any of these, and arrays of text, "
                 "varchar, integers, numeric(p,s), boolean, real, double precision, dates, timestamps, times, uuids and "
                 "an enum; with "
                 "decimal.handling.mode "
@@ -532,7 +532,7 @@ def _postgres_type(base: str, first: int | None, second: int | None):
         return TIMETZ, {}
     if base.startswith("interval"):  # `interval day to second` and the like too
         return INTERVAL, {}
-    if base in TEXT_FORMS:  # a range among them: Debezium carries its text (tstzrange's depends on a session's zone)
+    if base in TEXT_FORMS:  # a range among them: Debezium carries its text
         return STR, {"form": base}
     if base == "bit" and first in (1, None) or base == "bit varying" and first == 1:  # carried as a boolean
         return BOOL, {}

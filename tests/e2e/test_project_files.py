@@ -524,6 +524,7 @@ TYPES_PG = """\
         budget numrange,
         stay daterange,
         slot tsrange,
+        opening tstzrange,
         words tsvector,
         lease interval,
         up bit(1),
@@ -585,7 +586,8 @@ def test_a_schemas_tables_come_from_its_catalog_and_its_less_common_types_pass_t
                                                 "moods": ['it\'s "busy"', "calm"],
                                                 "owners": ["00000000-0000-0000-0000-000000000000", None],
                                                 "seats": "[3,7]", "budget": "empty", "stay": "(,2008-01-01]",
-                                                "slot": '["2008-03-09 02:00:00",)'})
+                                                "slot": '["2008-03-09 02:00:00",)',
+                                                "opening": '("2008-03-09 02:00:00-05","2008-03-09 18:00:00+05:30"]'})
             mutator.update_key("hosts", {"id": 2}, {"id": 200})
             mutator.update("hosts", {"id": 4}, {"flags": "100000000000", "mask": "0101"})  # leading zeros
             mutator.delete("hosts", {"id": 3})
