@@ -58,10 +58,10 @@ def project_settings(sandbox: Settings, directory) -> Settings:
 
 
 @contextmanager
-def job_on_a_new_lake(request, settings: Settings, spark, only: list[str] | None = None):
-    """The job on a new lake of the project's tables (`only` some), the history of their topics written; with a
-    mutator and an oracle of its own. The lake goes afterwards."""
-    pipeline = pipeline_on_new_lake(settings, spark, None, only=only)
+def job_on_a_new_lake(request, settings: Settings, spark, only: list[str] | None = None, **options):
+    """The job (with `options`) on a new lake of the project's tables (`only` some), the history of their topics
+    written; with a mutator and an oracle of its own. The lake goes afterwards."""
+    pipeline = pipeline_on_new_lake(settings, spark, None, only=only, **options)
     try:
         pipeline.run_once()
         mutator = Mutator(settings)

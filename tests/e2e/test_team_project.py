@@ -16,6 +16,7 @@ from decimal import Decimal
 
 import pytest
 
+from cdc_sandbox.harness.driving import fuzz
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.sources.mutations import Mutator
 from tests.broken_variants import VARIANTS, Catch, expect_catch
@@ -171,3 +172,21 @@ def test_a_table_with_replica_identity_default_keeps_what_its_events_leave_out(r
         mutator.delete("accounts", key)
         oracle.round("deleted by its key alone")
         oracle.verify_history()
+
+
+FUZZ_SEED = 25  # the job's default settings; its first examples draw from every table, the second from all three
+
+
+def test_the_fuzzer_plays_its_examples_on_the_team_tables(request, team, spark, tmp_path):
+    """The fuzzer draws from the project's own tables (a composite text-and-integer key, a partitioned table,
+    dates and decimals at their edges, columns added and widened) and the oracle passes every example; the rows
+    they leave are deleted after, through the source."""
+    with job_on_a_new_lake(request, team, spark, **fuzz.job_mode(FUZZ_SEED)) as (pipeline, mutator, oracle):
+        oracle.track([spec.table for spec in pipeline.config.tables])
+        played = []
+        fuzzer = fuzz.Fuzzer(pipeline, oracle, mutator, FUZZ_SEED, tmp_path, played.append)
+        failure = fuzzer.run(fuzz.Budget(examples=3))
+        assert failure is None, f"example {failure.number}: {failure.error}\n{fuzz.sequence(failure.raw)}"
+        drawn = " ".join(played)
+        assert fuzzer.examples == 3 and all(table in drawn for table in fuzzer.sources), played
+        fuzzer.clear()

@@ -4,6 +4,7 @@ range and type, and shrinking finds the smallest failing sequence a replay confi
 from __future__ import annotations
 
 import datetime as dt
+import random
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,7 +16,7 @@ from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.driving import fuzz
 from cdc_sandbox.harness.driving.scenario import ScenarioError
 from cdc_sandbox.harness.checking.verdict import Finding, OracleMismatch
-from cdc_sandbox.schema import INTEGER_RANGES
+from cdc_sandbox.schema import DECIMAL, INTEGER_RANGES, Column, Table
 from cdc_sandbox.tickit_data.ddl import MYSQL, POSTGRES
 from cdc_sandbox.tickit_data.schema import get_table
 
@@ -292,3 +293,12 @@ def test_a_pipeline_in_another_mode_than_the_seeds_is_refused():
     pipeline = SimpleNamespace(config=SimpleNamespace(table_type="COPY_ON_WRITE", hard_deletes=False, tables=[]))
     with pytest.raises(SandboxError, match="fuzz.job_mode"):
         fuzz.Fuzzer(pipeline, None, None, seed, Path("."))
+
+
+def test_a_wide_decimals_edges_stay_inside_its_range():
+    """Decimal arithmetic rounds to 28 digits: decimal(30,10)'s largest value, negated or scaled, became 1E+20."""
+    column = Column("amount", DECIMAL, precision=30, scale=10)
+    drawn = {fuzz.edge_value(column, random.Random(seed)) for seed in range(60)}
+    assert {str(value) for value in drawn} >= {"99999999999999999999.9999999999", "-99999999999999999999.9999999999"}
+    unsigned = Column("id", DECIMAL, precision=20, scale=0, unsigned=True)
+    assert fuzz.fuzz_keys(Table("t", (unsigned,), ("id",)))[0] == ("18446744073709551615",)

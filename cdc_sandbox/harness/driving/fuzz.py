@@ -100,6 +100,8 @@ def fuzz_keys(table: Table) -> list[tuple]:
 def _key_part(column: Column, number: int):
     if column.type in INTEGER_RANGES:
         return column.value_range[1] - number
+    if column.type == DECIMAL and column.unsigned and column.precision == 20 and column.scale == 0:  # bigint unsigned
+        return str(2**64 - 1 - number)
     if column.type == DECIMAL:
         return str(Decimal(10 ** (column.precision - column.scale) - 1 - number))
     if column.type == UUID:
@@ -121,12 +123,13 @@ def edge_value(column: Column, rng: random.Random):
         return rng.choice([low, high, 0, 1 if low == 0 else -1])
     if column.type == DECIMAL and column.unsigned:
         largest = 2**64 - 1 if column.precision == 20 and column.scale == 0 else 10**column.precision - 1
-        return rng.choice([Decimal(largest).scaleb(-column.scale), Decimal(0)])
+        return rng.choice([Decimal(f"{largest}E-{column.scale}"), Decimal(0)])  # exact: scaleb rounds to 28 digits
     if column.type == NUMBER:
         return rng.choice([Decimal("0"), Decimal("-1E-20"), Decimal("123456789012345678901234567890.5"),
                            Decimal("1.000000000000000000001")])
     if column.type == JSON:
-        return rng.choice([{}, [], {"ü": ["東京", None, 1.5, True]}, {"a": {"b": {"c": [1, [2, [3]]]}}}, "text"])
+        return rng.choice([{}, [], {"ü": ["東京", None, 1.5, True]}, {"a": {"b": {"c": [1, [2, [3]]]}}},
+                           '"text"'])  # a str is the column's JSON text: here a string
     if column.type == UUID:
         return rng.choice(["00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"])
     if column.carried in BIT_LAYOUTS:  # a bit string as its number, as `mutations.random_value` gives it
@@ -138,8 +141,8 @@ def edge_value(column: Column, rng: random.Random):
     if column.type == STR and column.labels:
         return rng.choice(column.labels)
     if column.type == DECIMAL:
-        largest = Decimal(10 ** (column.precision - column.scale) * 10 ** column.scale - 1).scaleb(-column.scale)
-        return rng.choice([largest, -largest, Decimal("0.00"), Decimal("0.01"), Decimal("-0.01")])
+        largest = Decimal(f"{10 ** column.precision - 1}E-{column.scale}")  # exact: scaleb rounds to 28 digits
+        return rng.choice([largest, largest.copy_negate(), Decimal("0.00"), Decimal("0.01"), Decimal("-0.01")])
     if column.type == DATE:
         return rng.choice(EDGE_DATES)
     if column.type == TIMESTAMP:
@@ -356,11 +359,12 @@ def draw_example(seed: int, number: int, sources: dict[str, str], schemas: dict[
 
 
 # --- files -----------------------------------------------------------------------------------------------------
-def write(raw: dict, path: Path) -> scenarios.Scenario:
-    """Write the example as a scenario file and read it back as `sandbox scenario run` will (so it validates)."""
+def write(raw: dict, path: Path, settings=None) -> scenarios.Scenario:
+    """Write the example as a scenario file and read it back as `sandbox scenario run` will (so it validates against
+    the tables of `settings`' project, the environment's by default)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
-    return scenarios.load(path)
+    return scenarios.load(path, settings)
 
 
 def sequence(raw: dict) -> str:
@@ -449,7 +453,7 @@ class Fuzzer:
             if budget.spent(self.examples):
                 return None
             raw = draw_example(self.seed, number, self.sources, self.schemas, self.small)
-            spec = write(raw, self.workdir / "example.yaml")
+            spec = write(raw, self.workdir / "example.yaml", self.mutator.settings)
             rounds = self.oracle.rounds
             try:
                 self.play(spec)

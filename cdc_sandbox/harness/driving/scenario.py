@@ -54,6 +54,9 @@ STEP_KINDS = CHANGE_KINDS | {"transaction", "check", "pause", "resume", "run", "
                              "reset_connector"}
 BINLOG_ENGINES = ("mariadb", "mysql")
 HEARTBEAT_MS = 200  # while a connector is reset: its offsets move on to streaming without a change of the source
+# An incremental snapshot races the changes made while it runs: one that read the table whole before they reached
+# the topic is made again, at most this many times in all.
+SNAPSHOT_ATTEMPTS = 3
 
 
 class ExpectationUnmet(OracleMismatch):
@@ -177,7 +180,8 @@ def shipped_names() -> list[str]:
     return sorted(path.stem for path in SHIPPED.glob("*.yaml"))
 
 
-def load(path: Path) -> Scenario:
+def load(path: Path, settings: Settings | None = None) -> Scenario:
+    """The scenario file, validated against the tables of `settings`' project (the environment's by default)."""
     path = Path(path)
     try:
         with open(path, encoding="utf-8") as handle:
@@ -192,14 +196,14 @@ def load(path: Path) -> Scenario:
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise ScenarioError(path, line, f"not valid YAML: {exc.problem}") from exc
-    return _Validator(path).scenario(raw)
+    return _Validator(path, settings).scenario(raw)
 
 
-def table_schema(table: str) -> Table:
-    """A table of the project scenarios run on: TICKIT's declared one, or a project's as its source's catalog
-    describes it (the sandbox must be up)."""
-    settings = _project_settings(project_file(os.environ))
-    return get_table(table) if settings is None else catalog.table_schema(settings, table)
+def table_schema(table: str, settings: Settings | None = None) -> Table:
+    """A table of the project scenarios run on (`settings`', else the environment's): TICKIT's declared one, or a
+    project's as its source's catalog describes it (the sandbox must be up)."""
+    settings = settings or _project_settings(project_file(os.environ))
+    return get_table(table) if settings is None or settings.topology.is_tickit else catalog.table_schema(settings, table)
 
 
 @functools.lru_cache(maxsize=8)  # read once per project file: the fuzzer asks per key it draws
@@ -209,9 +213,10 @@ def _project_settings(path: Path) -> Settings | None:
 
 
 class _Validator:
-    def __init__(self, path: Path):
-        self.path = path
-        self.topology = load_topology(project_file(os.environ))  # as declared, before any stand-in takes tables over
+    def __init__(self, path: Path, settings: Settings | None = None):
+        self.path, self.settings = path, settings
+        # the project's tables as declared, before any stand-in takes tables over
+        self.topology = settings.topology if settings else load_topology(project_file(os.environ))
         self.schemas: dict[str, Table] = {}
         self.added: dict[str, set[str]] = {}  # columns the steps so far added and did not drop
         self.silver_has: dict[str, set[str]] = {}  # columns the steps so far added, dropped or not (silver keeps them)
@@ -281,7 +286,7 @@ class _Validator:
 
     def schema(self, table: str) -> Table:
         if table not in self.schemas:
-            self.schemas[table] = table_schema(table)
+            self.schemas[table] = table_schema(table, self.settings)
         return self.schemas[table]
 
     def source(self, raw, tables: list[str]) -> None:
@@ -799,8 +804,9 @@ def _rewind_connector(args: dict, pipeline, mutator: Mutator, oracle: Oracle, ma
 def _snapshot_table(args: dict, pipeline, mutator: Mutator, oracle: Oracle) -> None:
     """Signal an incremental snapshot of the table, make the `while` changes right after (the connector reads the
     signal from the log, so the snapshot's chunks are read around them), and return when Debezium notifies that it
-    completed. Fails unless a chunk arrived after one of those changes, since the step would otherwise test nothing a
-    streamed change does not."""
+    completed. The step would otherwise test nothing a streamed change does not, so a snapshot over before the
+    changes reached the topic (a table of one chunk may be read whole first) is made again, changes and all, up to
+    `SNAPSHOT_ATTEMPTS` times; then the step fails."""
     table, settings = args["table"], oracle.settings
     p, bootstrap = mutator.placement(table), settings.endpoint("kafka").address
     topic, notices = pipeline.config.spec(table).topic, f"_sandbox-notifications.{p.captured.source}"
@@ -809,12 +815,19 @@ def _snapshot_table(args: dict, pipeline, mutator: Mutator, oracle: Oracle) -> N
     with _streaming_after(ConnectClient(settings.url("connect")), _connector_of(table, settings, mutator), bootstrap,
                           _snapshot_settings(p, notices, args["chunk_rows"]), oracle.timeout, [topic, notices],
                           lambda: signals.nudge(settings, p)) as ends:
-        with ChangeReader(bootstrap, topic, oracle.registry, from_offsets=ends[topic]) as reader, \
-                ChangeReader(bootstrap, notices, oracle.registry, from_offsets=ends[notices]) as notified:
-            signals.request_incremental_snapshot(settings, p)
-            made = [_change(mutator, change.kind, change.args) for change in args["while"]]
-            notified.wait_for(signals.completed, oracle.timeout, f"the notice that {table}'s snapshot completed")
-            _expect_interleaved(reader.read_to_end(oracle.timeout), [c for c in made if c.table == table], table)
+        for attempt in range(1, SNAPSHOT_ATTEMPTS + 1):
+            ends = ends if attempt == 1 else end_offsets(bootstrap, [topic, notices])
+            with ChangeReader(bootstrap, topic, oracle.registry, from_offsets=ends[topic]) as reader, \
+                    ChangeReader(bootstrap, notices, oracle.registry, from_offsets=ends[notices]) as notified:
+                signals.request_incremental_snapshot(settings, p)
+                made = [_change(mutator, change.kind, change.args) for change in args["while"]]
+                notified.wait_for(signals.completed, oracle.timeout, f"the notice that {table}'s snapshot completed")
+                events = reader.read_to_end(oracle.timeout)
+            if _interleaved(events, [c for c in made if c.table == table]):
+                return
+        raise SandboxError(f"{table}'s incremental snapshot was over before the changes made while it ran reached "
+                           f"its topic, {SNAPSHOT_ATTEMPTS} times, so no chunk was read around them",
+                           "set a smaller incremental.snapshot.chunk.size in the scenario's `debezium:` settings")
 
 
 def _snapshot_settings(p, notices: str, chunk_rows: int | None) -> dict[str, str]:
@@ -878,14 +891,12 @@ def _snapshot_read(event) -> bool:
     return event.value is not None and event.value.get("__op") == "r"
 
 
-def _expect_interleaved(events: list, made: list, table: str) -> None:
+def _interleaved(events: list, made: list) -> bool:
+    """Whether a snapshot read arrived after the first of the changes made while the snapshot ran."""
     first_change = min((i for i, e in enumerate(events) if not _snapshot_read(e)
                         and any(c.produced_by(e.value or {}, e.key, (e.value or {}).get("__op")) for c in made)),
                        default=None)
-    if first_change is None or not any(_snapshot_read(e) for e in events[first_change:]):
-        raise SandboxError(f"{table}'s incremental snapshot was over before the changes made while it ran reached "
-                           "its topic, so no chunk was read around them",
-                           "set a smaller incremental.snapshot.chunk.size in the scenario's `debezium:` settings")
+    return first_change is not None and any(_snapshot_read(e) for e in events[first_change:])
 
 
 def _registry_outage(pipeline, oracle: Oracle) -> None:
