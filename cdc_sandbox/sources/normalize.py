@@ -50,7 +50,7 @@ def normalizer(column: Column) -> Callable[[object], object] | None:
         return _interval_parts if column.carried == "string" else _interval_micros
     if column.type == DATE and column.carried == "count":
         return _days
-    if column.type in (TIMESTAMP, TIMESTAMPTZ) and column.carried == "count":
+    if column.type == TIMESTAMP and column.carried == "count":
         return _micros_since_epoch
     if column.type == TIMESTAMP and column.carried == "millis count":
         return lambda value: value if isinstance(value, int) else _micros_since_epoch(value) // 1000

@@ -190,7 +190,8 @@ def read_tables(settings: Settings, source: str, names: list[tuple[str, str]], l
     with _catalog_connection(settings, source) as conn, conn.cursor() as cur:
         for namespace, name in names:
             try:
-                described = read(cur, namespace, name, Reading(loadable, _decimal_mode(settings, source)))
+                described = read(cur, namespace, name, Reading(loadable, _decimal_mode(settings, source),
+                                                               _connect_times(settings, source)))
             except Uncomparable as exc:
                 left_out[name] = exc
                 continue
@@ -249,6 +250,11 @@ class Reading:
 
     loadable: bool = False
     decimal_mode: str = "precise"
+    connect_times: bool = False  # time.precision.mode connect: dates and times as Kafka Connect's own types
+
+
+def _connect_times(settings: Settings, source: str) -> bool:
+    return settings.topology.sources[source].debezium.get("time.precision.mode") == "connect"
 
 
 def _decimal_mode(settings: Settings, source: str) -> str:
@@ -261,7 +267,7 @@ def _described_columns(dialect: str, table: str, rows, reading: Reading) -> tupl
     for name, sql_type, nullable, *labels in rows:
         try:
             columns.append(logical_column(dialect, table, name, sql_type, nullable, tuple(labels[0] or ()) if labels
-                                          else (), reading.decimal_mode))
+                                          else (), reading.decimal_mode, reading.connect_times))
         except Uncomparable:
             if not reading.loadable:
                 raise
@@ -318,10 +324,9 @@ def _postgres_table(cur, schema: str, name: str, reading: Reading = Reading()) -
         "WHERE c.conrelid = %s::regclass AND c.contype = 'c' AND cardinality(c.conkey) = 1",
         (f'"{schema}"."{name}"', f'"{schema}"."{name}"'))
     checks = cur.fetchall()
-    # The bodies of the schema's trigger functions: a table one of them writes changes without a statement of ours.
-    cur.execute("SELECT p.prosrc FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid "
-                "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE NOT t.tgisinternal AND n.nspname = %s", (schema,))
+    # The bodies of the database's trigger functions (an audit schema's table is written by triggers on others'): a
+    # table one of them writes changes without a statement of ours.
+    cur.execute("SELECT p.prosrc FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE NOT t.tgisinternal")
     triggered = _written_by(name, [row[0] for row in cur.fetchall()])
     table = Table(name, columns, key, references, written_by_triggers=triggered)
     return _with_partitions(_with_checks(_with_unique(table, unique), checks), _partition_bounds(cur, f'"{schema}"."{name}"'))
@@ -459,12 +464,12 @@ _LENGTH = re.compile(r"\((\d+)(?:,\s*(\d+))?\)")
 
 
 def logical_column(dialect: str, table: str, name: str, sql_type: str, nullable: bool,
-                   labels: tuple[str, ...] = (), decimal_mode: str = "precise") -> Column:
+                   labels: tuple[str, ...] = (), decimal_mode: str = "precise", connect_times: bool = False) -> Column:
     """The logical column for a SQL type as the source's catalog names it; a type the sandbox cannot compare
     exactly raises `Uncomparable`, naming the table and column."""
     text = sql_type.lower().strip()
     if dialect == "postgres" and text.endswith("[]"):
-        return _array_column(table, name, sql_type, nullable, decimal_mode, labels)
+        return _array_column(table, name, sql_type, nullable, decimal_mode, labels, connect_times)
     size = _LENGTH.search(text)
     first, second = (int(size.group(1)), int(size.group(2)) if size.group(2) else None) if size else (None, None)
     base = _LENGTH.sub("", text).replace(" zerofill", "").strip()
@@ -495,17 +500,18 @@ ARRAY_CARRIED = {DATE: "count", TIMESTAMP: "count", TIMESTAMPTZ: "text", TIME: "
 
 
 def _array_column(table: str, name: str, sql_type: str, nullable: bool, decimal_mode: str,
-                  labels: tuple[str, ...] = ()) -> Column:
+                  labels: tuple[str, ...] = (), connect_times: bool = False) -> Column:
     """An array whose elements Debezium carries as Avro values of their own (`ARRAY_CARRIED`; a decimal as
-    decimal.handling.mode says). An enum's array takes no NULL element: Debezium's schema for its elements is not
-    optional, and its connector stops on one."""
+    decimal.handling.mode says; dates and times under time.precision.mode connect, as Connect's types: not compared
+    yet). An enum's array takes no NULL element: Debezium's schema for its elements is not optional, and its
+    connector stops on one."""
     try:
         element = logical_column("postgres", table, name, sql_type.strip()[:-2], not labels, labels)
     except Uncomparable:
         element = None
     as_text = decimal_mode != "precise" and element is not None and element.type in (DECIMAL, NUMBER)
     if element is None or element.type not in ARRAY_ELEMENTS and not as_text or element.form \
-            or element.carried not in ("", "millis"):
+            or element.carried not in ("", "millis") or connect_times and element.type in (DATE, TIMESTAMP, TIME):
         raise Uncomparable(f"{table}.{name} has type {sql_type}, which the sandbox does not compare yet",
                            f"the types it compares: {SUPPORTED['postgres']}")
     if as_text:

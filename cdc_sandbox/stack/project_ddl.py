@@ -81,7 +81,9 @@ def _record_tables(settings: Settings, source: Source, ran: bool) -> None:
     if not ran and recorded is not None and recorded.digest != digest:
         return
     names = _in_file_order(catalog.existing_tables(settings, source.name), source)
-    why_out = _namesakes(names)
+    elsewhere = {t.name: f"{t.source}'s {t.namespace}" for t in settings.with_ddl_runs().topology.tables
+                 if t.source != source.name}
+    why_out = _namesakes(names, elsewhere)
     _, uncomparable = catalog.read_tables(settings, source.name, [t for t in names if t not in why_out])
     why_out |= {t: uncomparable[t[1]].message for t in names if t not in why_out and t[1] in uncomparable}
     record_ddl_run(settings.state_dir, key, DdlRun(
@@ -91,10 +93,11 @@ def _record_tables(settings: Settings, source: Source, ran: bool) -> None:
         print(f"{source.ddl}: table {name} is left out of capture (its rows stay in {source.name}): {why}")
 
 
-def _namesakes(names: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """Tables of another schema with the name of one before them, each with why it is left out: the sandbox names a
-    table, its silver table and its settings by the table's name alone."""
-    first: dict[str, str] = {}
+def _namesakes(names: list[tuple[str, str]], elsewhere: dict[str, str] | None = None) -> dict[tuple[str, str], str]:
+    """Tables with the name of one before them (in another schema, or `elsewhere`: another source's, by name), each
+    with why it is left out: the sandbox names a table, its silver table and its settings by the table's name
+    alone."""
+    first: dict[str, str] = dict(elsewhere or {})
     why: dict[tuple[str, str], str] = {}
     for namespace, name in names:
         if name in first:

@@ -37,7 +37,6 @@ from cdc_sandbox.harness.running.timeline import Commit
 from cdc_sandbox.sources.mutations import Mutator
 from cdc_sandbox.spark_jobs.failures import cause_line
 from cdc_sandbox.stack.catalog import table_schema
-from cdc_sandbox.wait import wait_until
 
 TABLE_CHECK_THREADS = 4
 HUDI_RS_ERROR = "HudiCoreError"  # what hudi-rs raises (its module does not export the class)
@@ -140,32 +139,31 @@ class Oracle:
         return recorded
 
     def _wait_for_trigger_writes(self, table: str, label: str, deadline: float) -> Commit:
-        """The first commit of the table, once the round's positions are reached, that holds what the source's
-        triggers wrote (no journaled position says where it lands): each new commit is read by time travel and
-        compared with the expected state; out of time, the last comparison's findings fail the round."""
-        tried: dict[str, OracleMismatch] = {}
-
-        def holding() -> Commit | None:
+        """A commit of the table, once the round's positions are reached, that holds what the source's triggers
+        wrote (no journaled position says where it lands): the table's latest commit that writes changes is read by
+        time travel and compared with the expected state, each new one as it comes; out of time, the last
+        comparison's findings fail the round."""
+        mismatch: OracleMismatch | None = None
+        tried: set[str] = set()
+        while not tried or time.monotonic() < deadline:
             self.pipeline.go_on()
-            commits = self.pipeline.timeline(table)
-            if not commits or commits[-1].instant in tried:
-                return None
-            candidate = self.expected.provisional(table, label, commits[-1])
-            try:
-                self._check("time travel", candidate, lambda r: r.as_of_batches(candidate.shape, candidate.commit),
-                            candidate.state, readers=[self.round_reader])
-            except OracleMismatch as mismatch:
-                tried[candidate.commit.instant] = mismatch
-                return None
-            return candidate.commit
-
-        try:
-            return wait_until(holding, max(1.0, deadline - time.monotonic()),
-                              f"silver {table} to hold the rows the source's triggers wrote", interval=0.5)
-        except SandboxError:
-            if tried:
-                raise list(tried.values())[-1] from None
-            raise
+            commits = [c for c in self.pipeline.timeline(table) if c.writes_changes]
+            if commits and commits[-1].instant not in tried:
+                candidate = self.expected.provisional(table, label, commits[-1])
+                tried.add(candidate.commit.instant)
+                try:
+                    self._check("time travel", candidate, lambda r: r.as_of_batches(candidate.shape, candidate.commit),
+                                candidate.state, readers=[self.round_reader])
+                    return candidate.commit
+                except OracleMismatch as found:
+                    mismatch = found
+            elif time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
+        if mismatch is not None:
+            raise mismatch
+        raise SandboxError(f"timed out waiting for silver {table} to hold the rows the source's triggers wrote: it has "
+                           "no commit since", "the job may be skipping the table; see its batch summaries")
 
     # --- changes that reach the job together ---------------------------------------------------------------
     def pause(self) -> None:
