@@ -226,6 +226,10 @@ class Mutator:
         # a source whose clock jumps back does: the binlog, and so Debezium's `ts_ms`, carries it.
         self.source_clock: dt.datetime | None = None
 
+    def holds(self, table: str) -> bool:
+        """Whether the table is captured here (a table left out of capture, e.g. a namesake, is not)."""
+        return table in self._placements
+
     def placement(self, table: str) -> Placement:
         if table not in self._placements:
             raise SandboxError(f"unknown table {table!r}", "choose one of: " + ", ".join(self._placements))

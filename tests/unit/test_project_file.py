@@ -471,10 +471,10 @@ def test_arrays_of_an_enum_and_of_uuids_and_ranges_are_read_as_text():
 
 
 def test_a_bit_string_in_a_scenario_file_is_its_number_or_its_bits():
-    from cdc_sandbox.harness.driving.scenario import _fits
+    from cdc_sandbox.harness.driving.scenario import fits
 
     column = logical_column("mysql", "t", "b", "bit(6)", True)
-    assert _fits(column, 63) and _fits(column, "101") and not _fits(column, 64) and not _fits(column, "12")
+    assert fits(column, 63) and fits(column, "101") and not fits(column, 64) and not fits(column, "12")
     with pytest.raises(Uncomparable):  # Kafka Connect's own date inside an array: not compared yet
         logical_column("postgres", "t", "c", "date[]", True, connect_times=True)
     from cdc_sandbox.stack.project_ddl import _namesakes

@@ -54,6 +54,11 @@ def pytest_addoption(parser):
                          "always holds the original")
     group.addoption("--oracle-timeout", type=float, default=240.0,
                     help="seconds the oracle waits for the pipeline to reach a source position")
+    group.addoption("--sandbox-catalogue", action="store_true",
+                    help="also run the shipped incident catalogue, each scenario bound to the project's tables (or "
+                         "reported as not applicable, with what the tables lack)")
+    group.addoption("--sandbox-catalogue-report", default="reports/catalogue.md", metavar="PATH",
+                    help="with --sandbox-catalogue: where the Markdown report of each incident's verdict goes")
     parser.addini("sandbox_scenarios", "directories whose *.yaml scenario files are collected as tests",
                   type="paths", default=["cdc_sandbox/fixtures/scenarios"])
 
@@ -70,6 +75,11 @@ def pytest_configure(config):
                           ("slow", "long-running end-to-end suites")):
         config.addinivalue_line("markers", f"{mark}: {meaning}")
     CPU.start()
+    if config.getoption("--sandbox-catalogue", False):
+        from cdc_sandbox.harness.driving.scenario import SHIPPED
+
+        if not any(Path(arg).resolve() == SHIPPED.resolve() for arg in config.args):
+            config.args.append(str(SHIPPED))
 
 
 @pytest.fixture(scope="session")
@@ -362,6 +372,13 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, f"report_{report.when}", report)
+    entry = getattr(item, "catalogue_entry", None)
+    if entry is not None and (report.when == "call" or report.failed or report.skipped):
+        from cdc_sandbox.harness.driving import catalogue_report
+        from cdc_sandbox.harness.driving.scenario_tests import NOT_APPLICABLE
+
+        if entry.verdict in ("not run", "passed"):
+            entry.verdict, entry.detail = catalogue_report.verdict_of(report, NOT_APPLICABLE)
 
 
 def _failed(request) -> bool:
@@ -374,6 +391,10 @@ def pytest_collect_file(file_path: Path, parent):
     if file_path.suffix not in (".yaml", ".yml"):
         return None
     directories = [Path(d).resolve() for d in parent.config.getini("sandbox_scenarios")]
+    if parent.config.getoption("--sandbox-catalogue"):
+        from cdc_sandbox.harness.driving.scenario import SHIPPED
+
+        directories.append(SHIPPED.resolve())
     if any(directory in file_path.resolve().parents for directory in directories):
         from cdc_sandbox.harness.driving.scenario_tests import ScenarioFile
 
@@ -399,6 +420,26 @@ def cpu_lines() -> list[str]:
             "processes started: " + (", ".join(f"{name} {count}" for name, count in started.most_common()
                                                 if count and not name.startswith("postgres")) or "none"),
             *(f"costliest: {test} {core:,.0f} core-s in {wall:,.0f} s" for test, (core, wall) in costliest)]
+
+
+# --- the catalogue's report ---------------------------------------------------------------------------------
+CATALOGUE_ITEMS: list = []  # the session's scenario tests, once collected and selected
+
+
+def pytest_collection_finish(session):
+    CATALOGUE_ITEMS[:] = [item for item in session.items if hasattr(item, "catalogue_entry")]
+
+
+def catalogue_lines(config) -> list[str]:
+    """Write the catalogue's report; its lines in the summary."""
+    from cdc_sandbox.config import load_topology, project_file
+    from cdc_sandbox.harness.driving import catalogue_report
+
+    entries = [item.catalogue_entry for item in CATALOGUE_ITEMS]
+    path = Path(config.getoption("--sandbox-catalogue-report"))
+    catalogue_report.write(path, entries, load_topology(project_file(os.environ)).file_label,
+                           config.getoption("--sandbox-job"))
+    return [f"incident catalogue: {catalogue_report.summary(entries)}; report: {path}"]
 
 
 # --- the run's summary ---------------------------------------------------------------------------------------
@@ -432,6 +473,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_sep("=", "sandbox summary")
     for line in lines:
         terminalreporter.write_line(line)
+    if config.getoption("--sandbox-catalogue"):
+        lines += catalogue_lines(terminalreporter.config)
     if config.getoption("--sandbox-summary"):
         path = Path(config.getoption("--sandbox-summary"))
         path.parent.mkdir(parents=True, exist_ok=True)

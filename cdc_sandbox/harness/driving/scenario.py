@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from cdc_sandbox import debezium_settings
-from cdc_sandbox.config import INDEXES, PACKAGE_DIR, Settings, load_topology, project_file
+from cdc_sandbox.config import ENGINES, INDEXES, PACKAGE_DIR, TOPOLOGY_FILE, Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.checking.oracle import Oracle
 from cdc_sandbox.harness.running.pipeline import BatchFailed
@@ -38,7 +38,7 @@ from cdc_sandbox.tickit_data.schema import get_table
 from cdc_sandbox.wait import wait_until
 
 SHIPPED = PACKAGE_DIR / "fixtures" / "scenarios"  # the scenarios that come with the package, run on TICKIT
-TOP_LEVEL = {"name", "description", "tables", "source", "replica_identity", "debezium", "silver", "job", "given",
+TOP_LEVEL = {"name", "description", "tables", "needs", "source", "replica_identity", "debezium", "silver", "job", "given",
              "steps"}
 SILVER_SETTINGS = ("partition_by", "hive_style", "index")  # as a project file's `tables:` entries take them
 REPLICA_IDENTITIES = ("default", "full")
@@ -72,6 +72,13 @@ class ScenarioError(SandboxError):
 class _Map(dict):
     line: int = 0
     key_lines: dict
+
+
+def at_lines_of(original, mapping: dict) -> dict:
+    """`mapping` (a rewrite of `original`) with the file lines `original` came from, for its errors."""
+    placed = _Map(mapping)
+    placed.line, placed.key_lines = getattr(original, "line", None), getattr(original, "key_lines", {})
+    return placed
 
 
 class _List(list):
@@ -124,6 +131,23 @@ def _construct_random_text(loader, node):
         raise ScenarioError(Path(loader.name), line, f"!random_text takes {{length: <1 to {RANDOM_TEXT_MAX:,}>, "
                                                      "seed: <an integer>}")
     return RandomText(fields["length"], fields.get("seed", 0))
+
+
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data) -> bool:  # a file names each value where it is used
+        return True
+
+
+_Dumper.add_representer(_Map, lambda dumper, data: dumper.represent_dict(data))
+_Dumper.add_representer(_List, lambda dumper, data: dumper.represent_list(data))
+_Dumper.add_representer(RandomText, lambda dumper, data: dumper.represent_mapping(
+    "!random_text", {"length": data.length, "seed": data.seed}, flow_style=True))
+_Dumper.add_representer(Decimal, lambda dumper, data: dumper.represent_str(str(data)))
+
+
+def dump(raw: dict) -> str:
+    """A scenario's mapping as a file holds it (read back by `read` as it was)."""
+    return yaml.dump(raw, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
 _Loader.add_constructor("!random_text", _construct_random_text)
@@ -179,6 +203,11 @@ def shipped_names() -> list[str]:
 
 def load(path: Path, settings: Settings | None = None) -> Scenario:
     """The scenario file, validated against the tables of `settings`' project (the environment's by default)."""
+    return validate(read(path), path, settings)
+
+
+def read(path: Path) -> dict:
+    """The scenario file's mapping, unvalidated (each mapping and list knows its line)."""
     path = Path(path)
     try:
         with open(path, encoding="utf-8") as handle:
@@ -193,7 +222,18 @@ def load(path: Path, settings: Settings | None = None) -> Scenario:
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise ScenarioError(path, line, f"not valid YAML: {exc.problem}") from exc
-    return _Validator(path, settings).scenario(raw)
+    return raw
+
+
+def validate(raw, path: Path, settings: Settings | None = None, home: bool = False) -> Scenario:
+    """The scenario, checked against the tables of `settings`' project (the environment's by default), or with
+    `home` against TICKIT's, which the shipped scenarios are written on."""
+    return _Validator(Path(path), settings, home).scenario(raw)
+
+
+def home_schema(table: str) -> Table:
+    """A table of TICKIT, which the shipped scenarios are written on."""
+    return get_table(table)
 
 
 def table_schema(table: str, settings: Settings | None = None) -> Table:
@@ -210,10 +250,11 @@ def _project_settings(path: Path) -> Settings | None:
 
 
 class _Validator:
-    def __init__(self, path: Path, settings: Settings | None = None):
-        self.path, self.settings = path, settings
+    def __init__(self, path: Path, settings: Settings | None = None, home: bool = False):
+        self.path, self.settings, self.home = path, settings, home
         # the project's tables (as the environment's file declares them, before any stand-in takes tables over)
-        self.topology = settings.topology if settings else load_topology(project_file(os.environ))
+        self.topology = load_topology(TOPOLOGY_FILE) if home else settings.topology if settings \
+            else load_topology(project_file(os.environ))
         self.schemas: dict[str, Table] = {}
         self.added: dict[str, set[str]] = {}  # columns the steps so far added and did not drop
         self.silver_has: dict[str, set[str]] = {}  # columns the steps so far added, dropped or not (silver keeps them)
@@ -240,6 +281,8 @@ class _Validator:
             self.source(raw, tables)
         if "replica_identity" in raw:
             self.replica_identity(raw, tables)
+        if "needs" in raw:
+            self.needs(raw, tables)
         debezium = self.debezium(raw) if "debezium" in raw else {}
         silver = self.silver(raw, tables) if "silver" in raw else {}
         jobs = self.jobs(raw)
@@ -283,7 +326,7 @@ class _Validator:
 
     def schema(self, table: str) -> Table:
         if table not in self.schemas:
-            self.schemas[table] = table_schema(table, self.settings)
+            self.schemas[table] = home_schema(table) if self.home else table_schema(table, self.settings)
         return self.schemas[table]
 
     def source(self, raw, tables: list[str]) -> None:
@@ -333,6 +376,17 @@ class _Validator:
             self.fail(raw, "replica_identity is a setting of Postgres tables, and none of this scenario's tables is "
                            "on Postgres", "replica_identity")
 
+    def needs(self, raw, tables: list[str]) -> None:
+        """`needs`: what a table must have beyond what the steps show, where the scenario is bound to a project's."""
+        given = raw["needs"]
+        if not isinstance(given, dict) or not given:
+            self.fail(raw, "needs is a mapping of table names to what each needs: {engines: [...]}", "needs")
+        for table, need in given.items():
+            self.table_name(given, table, table, allowed=tables)
+            engines = need.get("engines") if isinstance(need, dict) and set(need) == {"engines"} else None
+            if not isinstance(engines, list) or not engines or set(engines) - set(ENGINES):
+                self.fail(given, f"needs.{table} is {{engines: [...]}}, a list of {', '.join(ENGINES)}", table)
+
     def table_name(self, where, table, key, allowed=None) -> str:
         names = sorted(t.name for t in self.topology.tables)
         if table not in names:
@@ -350,7 +404,7 @@ class _Validator:
         for column in row:
             if column not in known:
                 self.fail(row, f"{table} has no column {column!r}", column)
-            if column in schema.column_names and not _fits(schema.column(column), row[column]):
+            if column in schema.column_names and not fits(schema.column(column), row[column]):
                 self.fail(row, f"{table}.{column} is {schema.column(column).type}, not {row[column]!r}", column)
         if only_key and set(row) != set(schema.primary_key):
             self.fail(row, f"a key of {table} names exactly {', '.join(schema.primary_key)}")
@@ -367,7 +421,7 @@ class _Validator:
         (kind, args), = raw.items()
         if kind not in STEP_KINDS:
             self.fail(raw, f"unknown step {kind!r}; steps: {', '.join(sorted(STEP_KINDS))}", kind)
-        line = raw.key_lines[kind]
+        line = getattr(raw, "key_lines", {}).get(kind)
         if kind in CHANGE_KINDS or kind in ("grow_topic", "redeliver"):
             return Step(kind, self.change(kind, args, tables, raw), line)
         if kind == "transaction":
@@ -526,7 +580,7 @@ class _Validator:
         return {"label": str(args["label"]), "expect": dict(expect)}
 
 
-def _fits(column: Column, value) -> bool:
+def fits(column: Column, value) -> bool:
     """Whether a YAML value can be written to a column of this type (NULL fits any: the database judges that)."""
     kind = column.type
     if value is None or kind == JSON:
@@ -995,7 +1049,7 @@ def _unmet(shape, spec: dict, rows: dict, hard_deletes: bool = False) -> list[tu
     problems = []
     key_columns = shape.table.primary_key
     for expected in spec.get("rows", []):
-        key = tuple(expected[k] for k in key_columns)
+        key = tuple(_typed(shape, k, expected[k]) for k in key_columns)
         actual = rows.get(key)
         if actual is None:
             found = "a deleted row" if key in rows else "none"
@@ -1007,7 +1061,7 @@ def _unmet(shape, spec: dict, rows: dict, hard_deletes: bool = False) -> list[tu
             if got != value:
                 problems.append((key, column, f"  key {key}: column {column}: expected {value!r}, actual {got!r}"))
     for expected in spec.get("deleted", []):
-        key = tuple(expected[k] for k in key_columns)
+        key = tuple(_typed(shape, k, expected[k]) for k in key_columns)
         if hard_deletes and key in rows:
             found = "a soft-deleted row" if rows[key] is None else "a live row"
             problems.append((key, None, f"  key {key}: expected no row (the job hard-deletes), found {found}"))
@@ -1015,7 +1069,7 @@ def _unmet(shape, spec: dict, rows: dict, hard_deletes: bool = False) -> list[tu
             found = "a live row" if key in rows else "none"
             problems.append((key, None, f"  key {key}: expected a soft-deleted row, found {found}"))
     for expected in spec.get("absent", []):
-        key = tuple(expected[k] for k in key_columns)
+        key = tuple(_typed(shape, k, expected[k]) for k in key_columns)
         if rows.get(key) is not None:
             problems.append((key, None, f"  key {key}: expected no live row, found {rows[key]!r}"))
     return problems

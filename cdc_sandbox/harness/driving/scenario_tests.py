@@ -1,30 +1,60 @@
-"""Scenario files as pytest tests: one test per file, run against the sandbox on a fresh lake of its own."""
+"""Scenario files as pytest tests: one test per file and job, run against the sandbox on a fresh lake of its own. A
+shipped scenario on a project other than TICKIT is bound to the project's tables (`binding`); one that no table can
+play is a skipped test that says what the tables lack."""
 
 from __future__ import annotations
 
 import pytest
 
+from cdc_sandbox.harness.driving import binding
 from cdc_sandbox.harness.driving import scenario as scenarios
+
+NOT_APPLICABLE = "not applicable: "  # how a skipped catalogue test's reason starts
 
 
 class ScenarioFile(pytest.File):
     def collect(self):
         try:
-            spec = scenarios.load(self.path)
+            spec = binding.load(self.path)
+        except binding.NotApplicable as exc:
+            home = scenarios.validate(scenarios.read(self.path), self.path, home=True)
+            yield from self._items(home, lambda job: _not_applicable(exc.reason), home.tables)
+            return
         except scenarios.ScenarioError as exc:
             raise self.CollectError(exc.message) from exc
+        home_tables = scenarios.read(self.path)["tables"]
+        yield from self._items(spec, lambda job: _scenario_test(spec, job), home_tables)
+
+    def _items(self, spec: scenarios.Scenario, test_of, home_tables: list[str]):
         for job in spec.jobs:
             name = spec.name if len(spec.jobs) == 1 else f"{spec.name} [{job_label(job)}]"
-            item = pytest.Function.from_parent(self, name=name, callobj=_scenario_test(spec, job))
+            item = pytest.Function.from_parent(self, name=name, callobj=test_of(job))
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.slow)
+            item.catalogue_entry = CatalogueEntry(spec.name, job_label(job), dict(zip(home_tables, spec.tables)),
+                                                  self.path.stem)
             yield item
+
+
+class CatalogueEntry:
+    """What a report says of a scenario test: the incident, its job, and which table played each of its tables."""
+
+    def __init__(self, incident: str, job: str, tables: dict[str, str], file: str):
+        self.incident, self.job, self.tables, self.file = incident, job, tables, file
+        self.verdict, self.detail = "not run", ""
 
 
 def job_label(job: dict) -> str:
     """e.g. `continuous, MERGE_ON_READ, hard_deletes`."""
     parts = ["continuous" if job.get("continuous") else "run once", job.get("table_type", "COPY_ON_WRITE")]
     return ", ".join(parts + [f"{k}={v}" for k, v in job.items() if k not in ("continuous", "table_type")])
+
+
+def _not_applicable(reason: str):
+    def test_scenario():
+        pytest.skip(NOT_APPLICABLE + reason)
+
+    return test_scenario
 
 
 def _scenario_test(spec: scenarios.Scenario, job: dict):

@@ -1,0 +1,529 @@
+"""The shipped scenarios on a project's own tables.
+
+A shipped scenario is written on TICKIT's tables. Bound to a project, each of its tables (a role) is played by one of
+the project's tables that has what the scenario asks of it: the columns whose values it sets or checks (each taken
+by a column of the project's table that holds those values, or, for text, stand-ins the column can hold), NULL
+where it leaves them NULL, the engine its steps need, one source for the tables a transaction writes, and no
+reference to it where it truncates. The rest of its rows comes from the project's table: keys the loaded rows do not
+use, and for every NOT NULL column the scenario does not name a value of its type (a referenced row's, for a
+reference). The scenario is rewritten on those tables, so it validates, runs and reports as a file written for them.
+A scenario no table can play is not applicable, and says what the tables lack.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import datetime as dt
+import random
+from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from cdc_sandbox.config import TOPOLOGY_FILE, Settings, load_topology, project_file
+from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.harness.driving import scenario as scenarios
+from cdc_sandbox.harness.driving.fuzz import fuzz_keys
+from cdc_sandbox.schema import DECIMAL, DOUBLE, FLOAT, INTEGER_RANGES, NUMBER, STR, Column, Table
+from cdc_sandbox.sources.mutations import Mutator, random_value, unique_value
+
+BINLOG = ("mariadb", "mysql")
+# Engines each step needs of the table it names.
+STEP_ENGINES = {"rewind_connector": BINLOG, "reset_connector": ("postgres",), "snapshot_table": ("postgres", *BINLOG)}
+KINDS = {"integer": tuple(INTEGER_RANGES), "number": (DECIMAL, NUMBER, FLOAT, DOUBLE)}
+NESTED = {"transaction": None, "snapshot_table": "while"}  # steps that hold changes: a list, or under this key
+
+
+class NotApplicable(SandboxError):
+    """The project has no tables that can play the scenario's; `reason` says what they lack."""
+
+    def __init__(self, name: str, reason: str):
+        super().__init__(f"scenario {name!r} does not apply to this project: {reason}",
+                         "it runs on a project whose tables have what it needs (docs/guides/catalogue.md)")
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One of the project's tables, as a scenario's table may be bound to it."""
+
+    name: str
+    table: Table
+    engine: str
+    source: str
+    referenced: bool = False  # another table's foreign key names it: it cannot be truncated
+    references: dict = field(default_factory=dict)  # NOT NULL reference column -> a value naming an existing row
+
+
+@dataclass
+class Role:
+    """What a scenario asks of one of its tables."""
+
+    name: str
+    home: Table  # the table as the scenario was written for it
+    home_engine: str
+    engines: tuple[str, ...] = ()  # the engines it must be on (none: any)
+    keys: list[tuple] = field(default_factory=list)  # the keys the scenario names, in order of first use
+    values: dict[str, list] = field(default_factory=dict)  # each column it sets or checks -> the values it gives
+    nulls: set[str] = field(default_factory=set)  # ... those it leaves NULL
+    added: set[str] = field(default_factory=set)  # columns its steps add
+    truncated: bool = False
+
+    def need(self, engines) -> None:
+        self.engines = tuple(e for e in self.engines if e in engines) if self.engines else tuple(engines)
+
+
+@dataclass
+class Bound:
+    """A role played by a project table."""
+
+    role: Role
+    target: Candidate
+    keys: dict[tuple, dict]  # the scenario's key -> the target's
+    columns: dict[str, str]  # the scenario's column -> the target's
+    stand_ins: dict[str, dict]  # the scenario's column -> {a value its target cannot hold -> the one it holds}
+
+
+# --- what a scenario asks ----------------------------------------------------------------------------------------
+def _steps(steps: list) -> list[tuple[str, dict]]:
+    """Every step as (kind, args), the changes a transaction or a snapshot's `while` holds included."""
+    flat = []
+    for step in steps:
+        (kind, args), = step.items()
+        flat.append((kind, args))
+        if kind in NESTED:
+            flat += _steps(args if NESTED[kind] is None else args[NESTED[kind]])
+    return flat
+
+
+def _expected(steps: list[tuple[str, dict]]):
+    """(table, row) of every row a check expects."""
+    for kind, args in steps:
+        if kind == "check" and isinstance(args, dict):
+            for table, spec in (args.get("expect") or {}).items():
+                for row in spec.get("rows", []):
+                    yield table, row
+
+
+def roles(raw: dict, homes: dict[str, Table], home_engines: dict[str, str]) -> dict[str, Role]:
+    """What each of the scenario's tables must have, read from its file."""
+    found = {t: Role(t, homes[t], home_engines[t]) for t in raw["tables"]}
+    steps = _steps(raw["steps"])
+    for table, need in (raw.get("needs") or {}).items():
+        found[table].need(need["engines"])
+    for kind, args in steps:
+        if kind in STEP_ENGINES:
+            found[args["table"]].need(STEP_ENGINES[kind])
+        if kind == "add_column":
+            found[args["table"]].added.add(args["column"])
+        if kind == "truncate":
+            found[args["table"]].truncated = True
+    if raw.get("replica_identity"):
+        for role in found.values():
+            if role.home_engine == "postgres":
+                role.need(("postgres",))
+    if raw.get("source"):
+        for role in found.values():
+            role.need((role.home_engine,))
+    checked = {(t, c) for kind, args in steps if kind in ("update", "grow_topic") for t, c in
+               [(args["table"], c) for c in args["set"]]}
+    checked |= {(t, c) for t, row in _expected(steps) for c in row}
+    checked |= {(t, c) for t, s in (raw.get("silver") or {}).items() for c in s.get("partition_by", [])}
+    checked |= {(t, c) for t, row in _rows(raw, steps) for c, v in row.items() if isinstance(v, scenarios.RandomText)}
+    for table, column in checked:
+        role = found[table]
+        if column not in role.home.primary_key and column not in role.added:
+            role.values.setdefault(column, [])
+    for table, row in _rows(raw, steps):
+        _note_row(found[table], row, full=True)
+    for kind, args in steps:
+        role = found.get(args.get("table")) if isinstance(args, dict) else None
+        for name in ("key", "new_key", "set"):
+            if role and name in (args or {}):
+                _note_row(role, args[name], full=False)
+    for table, row in _expected(steps):
+        _note_row(found[table], row, full=False)
+    for kind, args in steps:
+        if kind == "check" and isinstance(args, dict):
+            for table, spec in (args.get("expect") or {}).items():
+                for key in spec.get("deleted", []) + spec.get("absent", []):
+                    _note_row(found[table], key, full=False)
+    return found
+
+
+def _rows(raw: dict, steps: list[tuple[str, dict]]):
+    """(table, row) of every whole row: the given ones and those inserted."""
+    for table, rows in (raw.get("given") or {}).items():
+        for row in rows:
+            yield table, row
+    for kind, args in steps:
+        if kind == "insert":
+            yield args["table"], args["row"]
+
+
+def _note_row(role: Role, row: dict, full: bool) -> None:
+    if set(role.home.primary_key) <= set(row):
+        key = tuple(row[c] for c in role.home.primary_key)
+        if key not in role.keys:
+            role.keys.append(key)
+    for column, values in role.values.items():
+        if column in row:
+            values.append(row[column])
+            if row[column] is None:
+                role.nulls.add(column)
+        elif full:
+            role.nulls.add(column)  # left out of an inserted row: NULL
+
+
+# --- who plays each role --------------------------------------------------------------------------------------
+def bind(raw: dict, homes: dict[str, Table], home_engines: dict[str, str], candidates: list[Candidate]) -> dict:
+    """The scenario (a file's mapping) rewritten on the project's tables; NotApplicable if none can play a role."""
+    asked = roles(raw, homes, home_engines)
+    together = _written_together(raw)
+    chosen: dict[str, Bound] = {}
+    reasons: dict[str, list[str]] = {}
+
+    def place(order: list[Role]) -> bool:
+        if not order:
+            return True
+        role, rest = order[0], order[1:]
+        for candidate in sorted(candidates, key=lambda c: (c.name != role.name, c.engine != role.home_engine)):
+            why = _cannot_play(role, candidate, chosen, together)
+            if why:
+                reasons.setdefault(role.name, []).append(f"{candidate.name}: {why}")
+                continue
+            chosen[role.name] = _bound(role, candidate, raw.get("name", ""))
+            if place(rest):
+                return True
+            del chosen[role.name]
+        return False
+
+    if not place(list(asked.values())):
+        missing = next(r for r in asked.values() if r.name not in chosen)
+        raise NotApplicable(str(raw.get("name")), f"its table {missing.name} needs {describe(missing)}; "
+                                                  + "; ".join(dict.fromkeys(reasons.get(missing.name, ["no tables"]))))
+    return _rewritten(raw, chosen)
+
+
+def describe(role: Role) -> str:
+    """What a role needs, in a phrase."""
+    needs = [f"a table on {' or '.join(role.engines)}" if role.engines else "a table"]
+    for column, values in role.values.items():
+        home = role.home.column(column)
+        needs.append(f"a {'nullable ' if column in role.nulls else ''}column for {column} ({home.type})")
+    if role.truncated:
+        needs.append("no reference to it (it is truncated)")
+    return ", ".join(needs)
+
+
+def _written_together(raw: dict) -> list[set[str]]:
+    """The tables each transaction writes: they must share a source database."""
+    groups = []
+    for kind, args in _steps(raw["steps"]):
+        if kind == "transaction":
+            groups.append({next(iter(change.values()))["table"] for change in args})
+    return groups
+
+
+def _cannot_play(role: Role, candidate: Candidate, chosen: dict[str, Bound], together: list[set[str]]) -> str:
+    if any(b.target.name == candidate.name for b in chosen.values()):
+        return "plays another of the scenario's tables"
+    if role.engines and candidate.engine not in role.engines:
+        return f"on {candidate.engine}"
+    if role.truncated and candidate.referenced:
+        return "another table references it, so it cannot be truncated"
+    if any(fk.column in candidate.table.primary_key for fk in candidate.table.foreign_keys):
+        return "its key references another table"
+    if clash := role.added & set(candidate.table.column_names):
+        return f"has a column named as one the scenario adds ({', '.join(sorted(clash))})"
+    for group in together:
+        if role.name in group:
+            sources = {b.target.source for name, b in chosen.items() if name in group}
+            if sources - {candidate.source}:
+                return "not in the source of a table the scenario writes in the same transaction"
+    if len(_target_keys(role, candidate)) < len(role.keys):
+        return f"fewer free keys than the {len(role.keys)} the scenario uses"
+    if _columns(role, candidate) is None:
+        return "no " + " and ".join(f"{'nullable ' if c in role.nulls else ''}column that holds {_sample(role, c)}"
+                                    for c in _unplaced(role, candidate))
+    return ""
+
+
+def _sample(role: Role, column: str) -> str:
+    values = [v for v in dict.fromkeys(map(_hashable, role.values[column])) if v is not None][:3]
+    return f"{column}'s values ({', '.join(map(str, values))})" if values else f"{column}'s NULLs"
+
+
+def _hashable(value):
+    return repr(value) if isinstance(value, (list, dict)) else value
+
+
+def _target_keys(role: Role, candidate: Candidate) -> list[dict]:
+    """Keys for the role's keys: the same ones on the table it was written for, else keys loaded rows do not use."""
+    table = candidate.table
+    if candidate.name == role.name and table.primary_key == role.home.primary_key and all(
+            _holds(table.column(c), v) for key in role.keys for c, v in zip(table.primary_key, key)):
+        return [dict(zip(table.primary_key, key)) for key in role.keys]
+    return [dict(zip(table.primary_key, key)) for key in dict.fromkeys(fuzz_keys(table))]
+
+
+def _free_columns(role: Role, candidate: Candidate) -> list[Column]:
+    """The target's columns a scenario's column may take: neither key, nor reference, nor UNIQUE, nor a partition
+    key (their values are the table's own)."""
+    table = candidate.table
+    references = {fk.column for fk in table.foreign_keys}
+    return [c for c in table.columns if c.name not in table.primary_key and c.name not in references
+            and not c.unique and not c.partitions]
+
+
+def _columns(role: Role, candidate: Candidate) -> dict[str, str] | None:
+    """The scenario's columns -> distinct target columns that hold their values (the same name first, then the same
+    type); None when there are none."""
+    free = _free_columns(role, candidate)
+    wanted = list(role.values)
+
+    def assign(index: int, taken: dict[str, str]) -> dict[str, str] | None:
+        if index == len(wanted):
+            return dict(taken)
+        column = wanted[index]
+        home = role.home.column(column)
+        for target in sorted(free, key=lambda c: (c.name != column, c.type != home.type)):
+            if target.name in taken.values() or not _can_take(role, column, target):
+                continue
+            taken[column] = target.name
+            if found := assign(index + 1, taken):
+                return found
+            del taken[column]
+        return None
+
+    return assign(0, {})
+
+
+def _unplaced(role: Role, candidate: Candidate) -> list[str]:
+    free = _free_columns(role, candidate)
+    return [c for c in role.values if not any(_can_take(role, c, target) for target in free)] or list(role.values)
+
+
+def _can_take(role: Role, column: str, target: Column) -> bool:
+    if _kind(target) != _kind(role.home.column(column)):
+        return False
+    if column in role.nulls and not target.nullable:
+        return False
+    return _stand_ins(target, role.values[column]) is not None
+
+
+def _kind(column: Column) -> str:
+    """What a column's values mean: a scenario's column is played by one of the same kind (a count by a count, a
+    label by text), whatever its width."""
+    for kind, types in KINDS.items():
+        if column.type in types:
+            return kind
+    return column.type
+
+
+def _stand_ins(target: Column, values: list) -> dict | None:
+    """{value the column cannot hold -> a distinct one it can}, or None when some value has no stand-in. Only text
+    takes stand-ins (an enum's labels, or text cut to the column's length): a number or a time keeps its value."""
+    distinct = [v for v in dict.fromkeys(map(_hashable, values)) if v is not None]
+    misfits = [v for v in distinct if not _holds(target, v)]
+    if not misfits:
+        return {}
+    if target.type != STR or target.form or any(not isinstance(v, str) for v in misfits):
+        return None
+    if target.labels:
+        unused = [label for label in target.labels if label not in distinct]
+        return dict(zip(misfits, unused)) if len(unused) >= len(misfits) else None
+    taken, stand_ins = set(distinct) - set(misfits), {}
+    for number, value in enumerate(misfits):
+        suffix = f"~{number}"
+        if target.max_length <= len(suffix):
+            return None
+        stand_ins[value] = value[:target.max_length - len(suffix)] + suffix
+        if stand_ins[value] in taken:
+            return None
+        taken.add(stand_ins[value])
+    return stand_ins
+
+
+def _holds(column: Column, value) -> bool:
+    """Whether the column can hold the scenario's value as it is."""
+    if value is None:
+        return True
+    if not scenarios.fits(column, value):
+        return False
+    if isinstance(value, scenarios.RandomText):
+        return column.max_length is None or value.length <= column.max_length
+    if column.type == STR and column.max_length is not None:
+        return len(value) <= column.max_length
+    if column.type in INTEGER_RANGES and column.limits:
+        return column.limits[0] <= value <= column.limits[1]
+    if column.type == DECIMAL and column.precision is not None:
+        try:
+            number = Decimal(str(value)).as_tuple()
+        except InvalidOperation:
+            return False
+        scale = column.scale or 0
+        return max(0, -number.exponent) <= scale and max(0, len(number.digits) + number.exponent) <= \
+            column.precision - scale
+    return True
+
+
+def _bound(role: Role, candidate: Candidate, name: str) -> Bound:
+    columns = _columns(role, candidate)
+    targets = _target_keys(role, candidate)
+    stand_ins = {c: _stand_ins(candidate.table.column(t), role.values[c]) for c, t in columns.items()}
+    return Bound(role, candidate, dict(zip(role.keys, targets)), columns, stand_ins)
+
+
+# --- the scenario on the bound tables ------------------------------------------------------------------------------
+def _rewritten(raw: dict, chosen: dict[str, Bound]) -> dict:
+    raw = copy.deepcopy(dict(raw))
+    name = str(raw.get("name", ""))
+    out = {k: v for k, v in raw.items() if k != "needs"}
+    out["tables"] = [chosen[t].target.name for t in raw["tables"]]
+    if raw.get("source"):
+        out["source"] = chosen[raw["tables"][0]].target.source
+    if raw.get("silver"):
+        out["silver"] = {chosen[t].target.name: {**s, **({"partition_by": [chosen[t].columns[c] for c in s["partition_by"]]}
+                                                          if "partition_by" in s else {})}
+                         for t, s in raw["silver"].items()}
+    if raw.get("given"):
+        out["given"] = {chosen[t].target.name: [_row(chosen[t], row, name, full=True) for row in rows]
+                        for t, rows in raw["given"].items()}
+    out["steps"] = [_step(step, chosen, name) for step in raw["steps"]]
+    return out
+
+
+def _step(step: dict, chosen: dict[str, Bound], name: str) -> dict:
+    (kind, args), = step.items()
+    return scenarios.at_lines_of(step, {kind: _args(kind, args, chosen, name)})
+
+
+def _args(kind: str, args, chosen: dict[str, Bound], name: str):
+    if kind == "transaction":
+        return [_step(change, chosen, name) for change in args]
+    if kind == "check":
+        return _check(args, chosen, name)
+    if not isinstance(args, dict) or "table" not in args:
+        return args
+    bound = chosen[args["table"]]
+    out = {**args, "table": bound.target.name}
+    for part in ("key", "new_key"):
+        if part in args:
+            out[part] = bound.keys[tuple(args[part][c] for c in bound.role.home.primary_key)]
+    if "row" in args:
+        out["row"] = _row(bound, args["row"], name, full=True)
+    if "set" in args:
+        out["set"] = _row(bound, args["set"], name, full=False)
+    if kind == "snapshot_table":
+        out["while"] = [_step(change, chosen, name) for change in args["while"]]
+    return scenarios.at_lines_of(args, out)
+
+
+def _check(args, chosen: dict[str, Bound], name: str):
+    if not isinstance(args, dict):
+        return args
+    expect = {}
+    for table, spec in (args.get("expect") or {}).items():
+        bound = chosen[table]
+        expect[bound.target.name] = {
+            part: [_row(bound, row, name, full=False) for row in rows] for part, rows in spec.items()}
+    return {**args, "expect": expect}
+
+
+def _row(bound: Bound, row: dict, name: str, full: bool) -> dict:
+    """A row (or a key, or the columns an update sets) of the scenario's table as its target's: the key mapped,
+    each column it sets or checks under its target column (a stand-in for a value that column cannot hold), the
+    columns the scenario adds as they are; a whole row also NULL for a checked column it leaves out, and a value for
+    every other NOT NULL column of the target."""
+    role, table = bound.role, bound.target.table
+    out = {}
+    if set(role.home.primary_key) <= set(row):
+        out |= bound.keys[tuple(row[c] for c in role.home.primary_key)]
+    for column, value in row.items():
+        if column in role.added:
+            out[column] = value
+        elif column in bound.columns:
+            out[bound.columns[column]] = bound.stand_ins[column].get(_hashable(value), value)
+    if full:
+        out |= {bound.columns[c]: None for c in bound.columns if c not in row}
+        rng = random.Random(f"{name}:{role.name}:{sorted(out.items(), key=str)}")
+        key = {c: out[c] for c in table.primary_key}
+        for column in table.columns:
+            if column.nullable or column.name in out:
+                continue
+            if column.name in bound.target.references:
+                out[column.name] = bound.target.references[column.name]
+            elif column.unique:
+                out[column.name] = _plain(unique_value(column, key, rng))
+            else:
+                out[column.name] = _plain(random_value(replace(column, nullable=False), rng))
+    return out
+
+
+def _plain(value):
+    """A generated value as a scenario file writes it."""
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dt.time):
+        return value.isoformat()
+    return value
+
+
+# --- the project's side --------------------------------------------------------------------------------------------
+def candidates(settings: Settings, mutator: Mutator | None = None) -> list[Candidate]:
+    """The project's tables as candidates (read from its sources: the sandbox must be up)."""
+    mutator = mutator or Mutator(settings)
+    topology = settings.topology
+    placements = {t.name: mutator.placement(t.name) for t in topology.tables if mutator.holds(t.name)}
+    referenced = {fk.references_table for p in placements.values() for fk in p.table.foreign_keys}
+    found = []
+    for name, p in placements.items():
+        needed = [fk.column for fk in p.table.foreign_keys if not p.table.column(fk.column).nullable]
+        references = {}
+        if needed:
+            row = mutator.new_row(name, random.Random(name))
+            references = {column: row[column] for column in needed}
+        source = topology.table(name).source
+        found.append(Candidate(name, p.table, topology.sources[source].engine, source, name in referenced,
+                               references))
+    return found
+
+
+def home_tables(raw: dict) -> tuple[dict[str, Table], dict[str, str]]:
+    """The shipped scenario's tables as it was written for them (TICKIT's), and their engines."""
+    topology = load_topology(TOPOLOGY_FILE)
+    return ({t: scenarios.home_schema(t) for t in raw["tables"]},
+            {t: topology.sources[topology.table(t).source].engine for t in raw["tables"]})
+
+
+def is_bound(path: Path, topology) -> bool:
+    """Whether the file runs bound: a shipped scenario on a project other than TICKIT."""
+    return Path(path).resolve().parent == scenarios.SHIPPED.resolve() and not topology.is_tickit
+
+
+def bound_raw(path: Path, settings: Settings, found: list[Candidate] | None = None) -> dict:
+    """The shipped scenario's mapping rewritten on the project's tables (NotApplicable when none can play one)."""
+    raw = scenarios.read(path)
+    scenarios.validate(raw, path, home=True)
+    homes, engines = home_tables(raw)
+    return bind(raw, homes, engines, _candidates_of(settings) if found is None else found)
+
+
+def load(path: Path, settings: Settings | None = None, found: list[Candidate] | None = None) -> scenarios.Scenario:
+    """The scenario file as it runs on the project of `settings` (the environment's by default): bound to its tables
+    where it is shipped, as written otherwise; NotApplicable when no table of the project can play one of its."""
+    topology = settings.topology if settings else load_topology(project_file(os.environ))
+    if not is_bound(path, topology):
+        return scenarios.load(path, settings)
+    settings = settings or Settings.load()
+    return scenarios.validate(bound_raw(path, settings, found), path, settings)
+
+
+_CANDIDATES: dict[Path, list[Candidate]] = {}  # read once per project in a process: a run binds every scenario
+
+
+def _candidates_of(settings: Settings) -> list[Candidate]:
+    if settings.topology.file not in _CANDIDATES:
+        _CANDIDATES[settings.topology.file] = candidates(settings)
+    return _CANDIDATES[settings.topology.file]
