@@ -406,19 +406,21 @@ def scenario_list():
     from cdc_sandbox.harness.driving import scenario
 
     for name in scenario.shipped_names():
-        spec = scenario.load(scenario.SHIPPED / f"{name}.yaml")
+        path = scenario.SHIPPED / f"{name}.yaml"
+        spec = scenario.validate(scenario.read(path), path, home=True)
         console.print(f"{name:32} {spec.name}", highlight=False, soft_wrap=True)
 
 
 @scenario_app.command("validate")
 def scenario_validate(files: list[str] = typer.Argument(..., help="Scenario files, or names of shipped ones.")):
-    """Check scenario files without running them (the file, line and reason of the first problem of each)."""
-    from cdc_sandbox.harness.driving import scenario
+    """Check scenario files without running them (the file, line and reason of the first problem of each); a
+    shipped one is bound to the project's tables first."""
+    from cdc_sandbox.harness.driving import binding, scenario
 
     failed = False
     for path in files:
         try:
-            spec = scenario.load(scenario.find(path))
+            spec = binding.load(scenario.find(path))
             console.print(f"[green]ok[/green] {path}: {spec.name} ({len(spec.steps)} steps)", highlight=False)
         except SandboxError as exc:
             errors.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
@@ -426,6 +428,51 @@ def scenario_validate(files: list[str] = typer.Argument(..., help="Scenario file
                 errors.print(f"[yellow]what to do:[/yellow] {exc.hint}", highlight=False, soft_wrap=True)
             failed = True
     raise typer.Exit(1 if failed else 0)
+
+
+@scenario_app.command("bind")
+def scenario_bind(name: str = typer.Argument(..., help="The name of a shipped scenario (`sandbox scenario list`)."),
+                  out: Path = typer.Option(None, help="Write the file here (default: print it).")):
+    """A shipped scenario written on this project's tables, as `sandbox catalogue` runs it: a file to keep, edit and
+    run as the team's own."""
+    from cdc_sandbox.harness.driving import binding, scenario
+
+    try:
+        settings = Settings.load()
+        text = scenario.dump(binding.bound_raw(scenario.find(name), settings))
+    except SandboxError as exc:
+        _fail(exc)
+    if out is None:
+        print(text, end="")
+    else:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"wrote {out}", highlight=False)
+
+
+@app.command()
+def catalogue(job: str = typer.Option("builtin", help="The job under test: 'builtin' or a job file "
+                                                      "(examples/team_job/sandbox-job.yaml)."),
+              report: Path = typer.Option(Path("reports/catalogue.md"), help="The Markdown report."),
+              junit: Path = typer.Option(Path("reports/catalogue.xml"), help="The JUnit report."),
+              select: str = typer.Option(None, "-k", help="Only the incidents whose names match this pytest -k "
+                                                          "expression.")):
+    """Run the shipped incident catalogue on this project's tables and job: each incident passed, failed (the
+    oracle's finding) or not applicable (what the tables lack), in the terminal, a Markdown report and JUnit."""
+    import os
+    import subprocess
+
+    from cdc_sandbox.harness.driving.scenario import SHIPPED
+
+    try:
+        Settings.load()  # a project file that does not load is said so here, not in a test session's traceback
+    except SandboxError as exc:
+        _fail(exc)
+    ini = next((name for name in ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml") if Path(name).is_file()),
+               os.devnull)  # the project's own pytest settings, never those of the package's checkout
+    command = [sys.executable, "-m", "pytest", str(SHIPPED), "--sandbox-catalogue", "-p", "no:cacheprovider",
+               "-c", ini, "--rootdir", ".", f"--sandbox-job={job}", f"--sandbox-catalogue-report={report}",
+               f"--junitxml={junit}", "-rfs", *(["-k", select] if select else [])]
+    raise typer.Exit(subprocess.call(command))
 
 
 @scenario_app.command("run")
@@ -440,14 +487,14 @@ def scenario_run(file: str = typer.Argument(..., help="A scenario file, or the n
     import uuid
 
     from cdc_sandbox.harness.running import job_adapters
-    from cdc_sandbox.harness.driving import scenario
+    from cdc_sandbox.harness.driving import binding, scenario
     from cdc_sandbox.harness.checking.oracle import RUN_STATS, Oracle
     from cdc_sandbox.harness.running.pipeline import Pipeline
     from cdc_sandbox.sources.mutations import Mutator
 
     try:
         file = scenario.find(file)
-        spec = scenario.load(file)
+        spec = binding.load(file)
         settings = Settings.load()
         if reason := scenario.unavailable(spec, settings):
             raise SandboxError(f"{file} cannot run on this sandbox: nothing was run", reason)

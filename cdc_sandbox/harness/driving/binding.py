@@ -31,6 +31,7 @@ BINLOG = ("mariadb", "mysql")
 # Engines each step needs of the table it names.
 STEP_ENGINES = {"rewind_connector": BINLOG, "reset_connector": ("postgres",), "snapshot_table": ("postgres", *BINLOG)}
 KINDS = {"integer": tuple(INTEGER_RANGES), "number": (DECIMAL, NUMBER, FLOAT, DOUBLE)}
+ADDED = "sandbox_"  # the columns a bound scenario adds are named so: apart from the table's own
 NESTED = {"transaction": None, "snapshot_table": "while"}  # steps that hold changes: a list, or under this key
 
 
@@ -125,12 +126,11 @@ def roles(raw: dict, homes: dict[str, Table], home_engines: dict[str, str]) -> d
     if raw.get("source"):
         for role in found.values():
             role.need((role.home_engine,))
-    checked = {(t, c) for kind, args in steps if kind in ("update", "grow_topic") for t, c in
-               [(args["table"], c) for c in args["set"]]}
-    checked |= {(t, c) for t, row in _expected(steps) for c in row}
-    checked |= {(t, c) for t, s in (raw.get("silver") or {}).items() for c in s.get("partition_by", [])}
-    checked |= {(t, c) for t, row in _rows(raw, steps) for c, v in row.items() if isinstance(v, scenarios.RandomText)}
-    for table, column in checked:
+    checked = [(args["table"], c) for kind, args in steps if kind in ("update", "grow_topic") for c in args["set"]]
+    checked += [(t, c) for t, row in _expected(steps) for c in row]
+    checked += [(t, c) for t, s in (raw.get("silver") or {}).items() for c in s.get("partition_by", [])]
+    checked += [(t, c) for t, row in _rows(raw, steps) for c, v in row.items() if isinstance(v, scenarios.RandomText)]
+    for table, column in checked:  # in the file's order: the same binding in every run
         role = found[table]
         if column not in role.home.primary_key and column not in role.added:
             role.values.setdefault(column, [])
@@ -179,29 +179,32 @@ def _note_row(role: Role, row: dict, full: bool) -> None:
 def bind(raw: dict, homes: dict[str, Table], home_engines: dict[str, str], candidates: list[Candidate]) -> dict:
     """The scenario (a file's mapping) rewritten on the project's tables; NotApplicable if none can play a role."""
     asked = roles(raw, homes, home_engines)
+    for role in asked.values():  # a role no table can play, whatever plays the others, is named with each reason
+        reasons = [f"{c.name}: {why}" for c in candidates if (why := _cannot_play(role, c, {}, []))]
+        if len(reasons) == len(candidates):
+            raise NotApplicable(str(raw["name"]), f"its table {role.name} needs {describe(role)}; "
+                                                  + ("; ".join(reasons) or "the project has no tables"))
     together = _written_together(raw)
     chosen: dict[str, Bound] = {}
-    reasons: dict[str, list[str]] = {}
 
     def place(order: list[Role]) -> bool:
         if not order:
             return True
         role, rest = order[0], order[1:]
         for candidate in sorted(candidates, key=lambda c: (c.name != role.name, c.engine != role.home_engine)):
-            why = _cannot_play(role, candidate, chosen, together)
-            if why:
-                reasons.setdefault(role.name, []).append(f"{candidate.name}: {why}")
+            if _cannot_play(role, candidate, chosen, together):
                 continue
-            chosen[role.name] = _bound(role, candidate, raw.get("name", ""))
+            chosen[role.name] = _bound(role, candidate, raw["name"])
             if place(rest):
                 return True
             del chosen[role.name]
         return False
 
     if not place(list(asked.values())):
-        missing = next(r for r in asked.values() if r.name not in chosen)
-        raise NotApplicable(str(raw.get("name")), f"its table {missing.name} needs {describe(missing)}; "
-                                                  + "; ".join(dict.fromkeys(reasons.get(missing.name, ["no tables"]))))
+        raise NotApplicable(str(raw["name"]), f"its tables {', '.join(asked)} each need a table of their own"
+                                              + (" (one source for the tables a transaction writes)" if together else "")
+                                              + ", and the project's tables cannot play them all at once: "
+                                              + "; ".join(f"{r.name} needs {describe(r)}" for r in asked.values()))
     return _rewritten(raw, chosen)
 
 
@@ -234,8 +237,6 @@ def _cannot_play(role: Role, candidate: Candidate, chosen: dict[str, Bound], tog
         return "another table references it, so it cannot be truncated"
     if any(fk.column in candidate.table.primary_key for fk in candidate.table.foreign_keys):
         return "its key references another table"
-    if clash := role.added & set(candidate.table.column_names):
-        return f"has a column named as one the scenario adds ({', '.join(sorted(clash))})"
     for group in together:
         if role.name in group:
             sources = {b.target.source for name, b in chosen.items() if name in group}
@@ -244,8 +245,8 @@ def _cannot_play(role: Role, candidate: Candidate, chosen: dict[str, Bound], tog
     if len(_target_keys(role, candidate)) < len(role.keys):
         return f"fewer free keys than the {len(role.keys)} the scenario uses"
     if _columns(role, candidate) is None:
-        return "no " + " and ".join(f"{'nullable ' if c in role.nulls else ''}column that holds {_sample(role, c)}"
-                                    for c in _unplaced(role, candidate))
+        return "; ".join(f"no {'nullable ' if c in role.nulls else ''}column that holds {_sample(role, c)}"
+                         for c in _unplaced(role, candidate))
     return ""
 
 
@@ -273,7 +274,12 @@ def _free_columns(role: Role, candidate: Candidate) -> list[Column]:
     table = candidate.table
     references = {fk.column for fk in table.foreign_keys}
     return [c for c in table.columns if c.name not in table.primary_key and c.name not in references
-            and not c.unique and not c.partitions]
+            and not c.unique and not c.partitions and not _added_by_a_scenario(c.name)]
+
+
+def _added_by_a_scenario(column: str) -> bool:
+    """A column an earlier scenario or fuzz example added and left: the table's own columns play the scenario's."""
+    return column.startswith((ADDED, "fuzz_"))
 
 
 def _columns(role: Role, candidate: Candidate) -> dict[str, str] | None:
@@ -408,6 +414,8 @@ def _args(kind: str, args, chosen: dict[str, Bound], name: str):
         return args
     bound = chosen[args["table"]]
     out = {**args, "table": bound.target.name}
+    if "column" in args:
+        out["column"] = ADDED + args["column"]
     for part in ("key", "new_key"):
         if part in args:
             out[part] = bound.keys[tuple(args[part][c] for c in bound.role.home.primary_key)]
@@ -442,7 +450,7 @@ def _row(bound: Bound, row: dict, name: str, full: bool) -> dict:
         out |= bound.keys[tuple(row[c] for c in role.home.primary_key)]
     for column, value in row.items():
         if column in role.added:
-            out[column] = value
+            out[ADDED + column] = value
         elif column in bound.columns:
             out[bound.columns[column]] = bound.stand_ins[column].get(_hashable(value), value)
     if full:
