@@ -3,6 +3,8 @@ scenario does not apply (no sandbox needed: the project's tables are given as th
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from cdc_sandbox.config import TOPOLOGY_FILE, load_topology
@@ -84,8 +86,9 @@ def test_a_scenario_no_table_can_play_says_what_the_tables_lack():
     assert "needs a table on mariadb or mysql" in caught.value.reason
     assert "accounts: on postgres" in caught.value.reason and "customers: on postgres" in caught.value.reason
     with pytest.raises(binding.NotApplicable) as caught:
-        _bind("delete-then-reinsert", _candidates(CUSTOMERS))
-    assert "customers: no nullable column that holds venueseats's values (1200, 10, 1500)" in caught.value.reason
+        _bind("delete-then-reinsert", _candidates(Table("tags", (Column("id", INT, nullable=False),), ("id",))))
+    assert "tags: no column that holds venuename's values (Old Hall, Short Lived, New Hall); no nullable column " \
+           "that holds venueseats's values (1200, 10, 1500)" in caught.value.reason
 
 
 def test_the_columns_a_scenario_adds_are_its_own():
@@ -102,9 +105,29 @@ def test_the_columns_a_scenario_adds_are_its_own():
 
 
 def test_a_table_with_a_reference_to_it_is_not_truncated():
+    raw = scenarios.read(scenarios.SHIPPED / "truncate-mid-stream.yaml")
+    roles = binding.roles(raw, *binding.home_tables(raw))
+    customers, accounts = _candidates(CUSTOMERS, ACCOUNTS)
+    truncated = next(role for role in roles.values() if role.truncated)
+    assert binding._cannot_play(truncated, customers, {}, []) == \
+        "another table references it, so it cannot be truncated"
+    assert binding._cannot_play(truncated, accounts, {}, []) == ""
+
+
+def test_a_column_of_another_kind_plays_with_distinct_stand_ins_unless_the_values_are_the_point():
+    """venueseats (a count) played by a date column: each count by a date of its own, equal counts by equal dates,
+    NULL by NULL; edge-values, whose values are the point, takes columns of their own kind only."""
+    dated = Table("visits", (Column("id", INT, nullable=False), Column("label", STR), Column("on_day", DATE)),
+                  ("id",))
+    bound = _bind("delete-then-reinsert", _candidates(dated))
+    seats = [row["on_day"] for row in bound["given"]["visits"]] + [
+        args["row"]["on_day"] for args in _steps(bound, "insert")]
+    assert len(set(seats[:3])) == 3 and all(isinstance(day, dt.date) for day in seats[:3]) and seats[3] is None
+    stand_ins = binding._stand_ins(Column("on_day", DATE), [1200, 10, 1200, None], same_kind=False, salt="x")
+    assert set(stand_ins) == {1200, 10} and len(set(stand_ins.values())) == 2
     with pytest.raises(binding.NotApplicable) as caught:
-        _bind("truncate-mid-stream", _candidates(CUSTOMERS, ACCOUNTS))
-    assert "customers: another table references it, so it cannot be truncated" in caught.value.reason
+        _bind("edge-values", _candidates(ACCOUNTS, CUSTOMERS, dated))
+    assert "its values as they are" in caught.value.reason
 
 
 def test_text_stand_ins_are_distinct_values_the_column_holds():

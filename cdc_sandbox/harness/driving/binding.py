@@ -24,13 +24,17 @@ from cdc_sandbox.config import TOPOLOGY_FILE, Settings, load_topology, project_f
 from cdc_sandbox.errors import SandboxError
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.driving.fuzz import fuzz_keys
-from cdc_sandbox.schema import DECIMAL, DOUBLE, FLOAT, INTEGER_RANGES, NUMBER, STR, Column, Table
+from cdc_sandbox.schema import BOOL, DATE, DECIMAL, DOUBLE, FLOAT, INTEGER_RANGES, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ, UUID
+from cdc_sandbox.schema import Column, Table
 from cdc_sandbox.sources.mutations import Mutator, random_value, unique_value
 
 BINLOG = ("mariadb", "mysql")
 # Engines each step needs of the table it names.
 STEP_ENGINES = {"rewind_connector": BINLOG, "reset_connector": ("postgres",), "snapshot_table": ("postgres", *BINLOG)}
 KINDS = {"integer": tuple(INTEGER_RANGES), "number": (DECIMAL, NUMBER, FLOAT, DOUBLE)}
+# Kinds whose drawn values the readers return exactly as written (no float rounding, no text form of JSON or bytes):
+# such a column may play a scenario's column of another kind, with stand-ins for its values.
+STAND_IN_KINDS = ("integer", STR, DATE, TIMESTAMP, TIMESTAMPTZ, BOOL, UUID)
 ADDED = "sandbox_"  # the columns a bound scenario adds are named so: apart from the table's own
 NESTED = {"transaction": None, "snapshot_table": "while"}  # steps that hold changes: a list, or under this key
 
@@ -69,6 +73,7 @@ class Role:
     nulls: set[str] = field(default_factory=set)  # ... those it leaves NULL
     added: set[str] = field(default_factory=set)  # columns its steps add
     truncated: bool = False
+    exact: bool = False  # its columns hold the file's values as they are: the scenario is about them
 
     def need(self, engines) -> None:
         self.engines = tuple(e for e in self.engines if e in engines) if self.engines else tuple(engines)
@@ -111,7 +116,9 @@ def roles(raw: dict, homes: dict[str, Table], home_engines: dict[str, str]) -> d
     found = {t: Role(t, homes[t], home_engines[t]) for t in raw["tables"]}
     steps = _steps(raw["steps"])
     for table, need in (raw.get("needs") or {}).items():
-        found[table].need(need["engines"])
+        if "engines" in need:
+            found[table].need(need["engines"])
+        found[table].exact = need.get("values") == "exact"
     for kind, args in steps:
         if kind in STEP_ENGINES:
             found[args["table"]].need(STEP_ENGINES[kind])
@@ -216,6 +223,8 @@ def describe(role: Role) -> str:
         needs.append(f"a {'nullable ' if column in role.nulls else ''}column for {column} ({home.type})")
     if role.truncated:
         needs.append("no reference to it (it is truncated)")
+    if role.exact:
+        needs.append("its values as they are (no stand-ins of another type)")
     return ", ".join(needs)
 
 
@@ -293,7 +302,7 @@ def _columns(role: Role, candidate: Candidate) -> dict[str, str] | None:
             return dict(taken)
         column = wanted[index]
         home = role.home.column(column)
-        for target in sorted(free, key=lambda c: (c.name != column, c.type != home.type)):
+        for target in sorted(free, key=lambda c: (c.name != column, _kind(c) != _kind(home), c.type != home.type)):
             if target.name in taken.values() or not _can_take(role, column, target):
                 continue
             taken[column] = target.name
@@ -311,31 +320,40 @@ def _unplaced(role: Role, candidate: Candidate) -> list[str]:
 
 
 def _can_take(role: Role, column: str, target: Column) -> bool:
-    if _kind(target) != _kind(role.home.column(column)):
+    same_kind = _kind(target) == _kind(role.home.column(column))
+    if not same_kind and (role.exact or _kind(target) not in STAND_IN_KINDS):
         return False
     if column in role.nulls and not target.nullable:
         return False
-    return _stand_ins(target, role.values[column]) is not None
+    return _stand_ins(target, role.values[column], same_kind, column) is not None
 
 
 def _kind(column: Column) -> str:
-    """What a column's values mean: a scenario's column is played by one of the same kind (a count by a count, a
-    label by text), whatever its width."""
+    """What a column's values mean: a count, a number, text, a date, ... whatever its width."""
     for kind, types in KINDS.items():
         if column.type in types:
             return kind
     return column.type
 
 
-def _stand_ins(target: Column, values: list) -> dict | None:
-    """{value the column cannot hold -> a distinct one it can}, or None when some value has no stand-in. Only text
-    takes stand-ins (an enum's labels, or text cut to the column's length): a number or a time keeps its value."""
+def _stand_ins(target: Column, values: list, same_kind: bool = True, salt: str = "") -> dict | None:
+    """{value the column cannot hold -> a distinct one it can}, or None when some value has none. Text of the same
+    kind is made to fit (an enum's labels, or the text cut to the column's length); values of another kind are
+    stood in for by distinct values of the column's type (equal values by equal ones, NULL by NULL)."""
     distinct = [v for v in dict.fromkeys(map(_hashable, values)) if v is not None]
-    misfits = [v for v in distinct if not _holds(target, v)]
+    misfits = [v for v in distinct if not (same_kind and _holds(target, v))]
     if not misfits:
         return {}
-    if target.type != STR or target.form or any(not isinstance(v, str) for v in misfits):
-        return None
+    if any(isinstance(v, scenarios.RandomText) for v in misfits):
+        return None  # its length is the point
+    if same_kind and target.type == STR and not target.form:
+        return _text_stand_ins(target, distinct, misfits)
+    if not same_kind and _kind(target) in STAND_IN_KINDS:
+        return _drawn_stand_ins(target, distinct, misfits, salt)
+    return None
+
+
+def _text_stand_ins(target: Column, distinct: list, misfits: list) -> dict | None:
     if target.labels:
         unused = [label for label in target.labels if label not in distinct]
         return dict(zip(misfits, unused)) if len(unused) >= len(misfits) else None
@@ -348,6 +366,18 @@ def _stand_ins(target: Column, values: list) -> dict | None:
         if stand_ins[value] in taken:
             return None
         taken.add(stand_ins[value])
+    return stand_ins
+
+
+def _drawn_stand_ins(target: Column, distinct: list, misfits: list, salt: str) -> dict | None:
+    taken, stand_ins = {_hashable(v) for v in distinct if v not in misfits}, {}
+    for value in misfits:
+        rng = random.Random(f"{salt}:{target.name}:{value!r}")
+        drawn = (_plain(random_value(replace(target, nullable=False), rng)) for _ in range(100))
+        stand_ins[value] = next((v for v in drawn if _hashable(v) not in taken), None)
+        if stand_ins[value] is None:
+            return None
+        taken.add(_hashable(stand_ins[value]))
     return stand_ins
 
 
@@ -377,7 +407,9 @@ def _holds(column: Column, value) -> bool:
 def _bound(role: Role, candidate: Candidate, name: str) -> Bound:
     columns = _columns(role, candidate)
     targets = _target_keys(role, candidate)
-    stand_ins = {c: _stand_ins(candidate.table.column(t), role.values[c]) for c, t in columns.items()}
+    stand_ins = {c: _stand_ins(candidate.table.column(t), role.values[c],
+                               _kind(candidate.table.column(t)) == _kind(role.home.column(c)), c)
+                 for c, t in columns.items()}
     return Bound(role, candidate, dict(zip(role.keys, targets)), columns, stand_ins)
 
 

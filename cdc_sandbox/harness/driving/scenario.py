@@ -377,15 +377,19 @@ class _Validator:
                            "on Postgres", "replica_identity")
 
     def needs(self, raw, tables: list[str]) -> None:
-        """`needs`: what a table must have beyond what the steps show, where the scenario is bound to a project's."""
+        """`needs`: what a table must have beyond what the steps show, where the scenario is bound to a project's:
+        `engines`, the engines it may be on; `values: exact`, columns that hold the file's values as they are (a
+        scenario about the values themselves), not stand-ins of another type."""
         given = raw["needs"]
+        form = f"{{engines: [{', '.join(ENGINES)}], values: exact}}, either or both"
         if not isinstance(given, dict) or not given:
-            self.fail(raw, "needs is a mapping of table names to what each needs: {engines: [...]}", "needs")
+            self.fail(raw, f"needs is a mapping of table names to what each needs: {form}", "needs")
         for table, need in given.items():
             self.table_name(given, table, table, allowed=tables)
-            engines = need.get("engines") if isinstance(need, dict) and set(need) == {"engines"} else None
-            if not isinstance(engines, list) or not engines or set(engines) - set(ENGINES):
-                self.fail(given, f"needs.{table} is {{engines: [...]}}, a list of {', '.join(ENGINES)}", table)
+            engines = need.get("engines", list(ENGINES)) if isinstance(need, dict) else None
+            if not need or set(need) - {"engines", "values"} or not isinstance(engines, list) or not engines \
+                    or set(engines) - set(ENGINES) or need.get("values", "exact") != "exact":
+                self.fail(given, f"needs.{table} is {form}", table)
 
     def table_name(self, where, table, key, allowed=None) -> str:
         names = sorted(t.name for t in self.topology.tables)
