@@ -31,6 +31,7 @@ FOLLOWED = {
         "rewrite-with-tombstone": "as rewrite, followed by a tombstone the job skips",
     },
     "skipped.operations": {"none": "every insert, update, delete and truncate reaches the job"},
+    "event.processing.failure.handling.mode": {"fail": "an event the connector cannot process stops it"},
 }
 UNFOLLOWED = {
     "snapshot.mode": "the oracle compares silver with everything the source holds: `initial_only` stops after the "
@@ -39,6 +40,21 @@ UNFOLLOWED = {
     "transforms.unwrap.delete.tombstone.handling.mode": "deletes would reach the job as bare tombstones or not at "
                                                         "all, so silver would keep deleted rows live",
     "skipped.operations": "a skipped operation never reaches silver, which then differs from the source",
+    "event.processing.failure.handling.mode": "an event the connector skips never reaches silver",
+}
+# Settings (or prefixes) that change which columns or values reach the job, and that the oracle does not model:
+# silver would differ from the source by design. setting -> (why, what to do instead)
+REFUSED = {
+    "column.exclude.list": ("silver would lack the columns left out, and the oracle compares every column",
+                            "capture every column of the project's tables (leave out a table with its `tables:` entry)"),
+    "column.include.list": ("silver would lack the columns not listed, and the oracle compares every column",
+                            "capture every column of the project's tables (leave out a table with its `tables:` entry)"),
+    "message.key.columns": ("the job keys silver by each table's primary key or `record_key`, not the message key",
+                            "give the table's key columns as `record_key` in its `tables:` entry"),
+    "column.mask.": ("silver would hold masked values, not the source's", "remove the masking setting"),
+    "column.truncate.to.": ("silver would hold cut values, not the source's", "remove the truncating setting"),
+    "converters": ("a custom converter changes the values Debezium sends, which the oracle does not model",
+                   "remove `converters` (the value modes, e.g. decimal.handling.mode, are followed)"),
 }
 # Settings the job's decoding and the sandbox's wiring depend on: the sandbox sets them.
 OWNED_PREFIXES = ("connector.class", "topic.prefix", "database.", "slot.name", "publication.", "schema.include.list",
@@ -65,6 +81,10 @@ def refusal(setting: str, value: str) -> tuple[str, str] | None:
     if setting.startswith(OWNED_PREFIXES) and setting not in OWNED_EXCEPTIONS:
         return (f"`{setting}`, which the sandbox sets itself (the job decodes what its converters and transforms "
                 f"produce)", f"remove `{setting}` from the `debezium:` settings")
+    refused = next((why for prefix, why in REFUSED.items() if setting == prefix or
+                    (prefix.endswith(".") and setting.startswith(prefix))), None)
+    if refused is not None:
+        return f"`{setting}`: {refused[0]}", refused[1]
     followed = FOLLOWED.get(setting)
     if followed is not None and value not in followed:
         return (f"`{setting}: {value}`: {UNFOLLOWED[setting]}",

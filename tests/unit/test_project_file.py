@@ -114,6 +114,11 @@ def test_debezium_settings_are_merged_into_the_connector_and_each_binlog_connect
     ("skipped.operations: d", "a skipped operation never reaches silver"),
     ("value.converter: org.apache.kafka.connect.json.JsonConverter", "which the sandbox sets itself"),
     ("database.server.id: 7", "which the sandbox sets itself"),
+    ("column.exclude.list: public.accounts.signature", "silver would lack the columns left out"),
+    ("message.key.columns: 'public.accounts:owner'", "keys silver by each table's primary key or `record_key`"),
+    ("column.mask.with.4.chars: public.accounts.owner", "silver would hold masked values"),
+    ("column.truncate.to.10.chars: public.accounts.owner", "silver would hold cut values"),
+    ("event.processing.failure.handling.mode: skip", "an event the connector skips never reaches silver"),
 ])
 def test_a_debezium_setting_the_harness_cannot_follow_is_refused_with_why(team, setting, message):
     path = team / "cdc-sandbox.yaml"
