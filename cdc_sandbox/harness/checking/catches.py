@@ -1,0 +1,38 @@
+"""The failure a deliberately broken job must cause, to show the harness catches it: the check, the table, the
+column or the rows by key (`verdict.Finding`'s terms)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Catch:
+    """The failure a variant must cause, and no other: the check that finds it (a `verdict.Finding`'s), the table,
+    and the column it names; without a column, the keys whose rows are missing, extra or held twice (or, for
+    "behind", the table alone). With `key`, the finding must name that row too: the scenario's own."""
+
+    check: str
+    table: str
+    column: str | None = None
+    key: tuple | None = None
+
+    def matches(self, finding) -> bool:
+        if finding is None or (finding.check, finding.table) != (self.check, self.table):
+            return False
+        if self.key is not None and self.key not in finding.keys | finding.differing_keys:
+            return False
+        return self.column in finding.columns if self.column else bool(finding.keys) or self.check == "behind"
+
+    def __str__(self) -> str:
+        shown = "(rows by key)" if self.column is None else f"(column {self.column})"
+        return f"{self.check} of {self.table} {shown}" + (f" at key {', '.join(map(str, self.key))}" if self.key else "")
+
+
+def caught_as(error: BaseException, catches: tuple[Catch, ...]) -> str:
+    """"" when `error` is one of `catches`, else what it is instead (for the assertion's message)."""
+    finding = getattr(error, "finding", None)
+    if any(catch.matches(finding) for catch in catches):
+        return ""
+    expected = " or ".join(map(str, catches))
+    return f"expected {expected}; caught as {finding or type(error).__name__}:\n{error}"
