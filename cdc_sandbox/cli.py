@@ -455,7 +455,9 @@ def catalogue(job: str = typer.Option("builtin", help="The job under test: 'buil
               report: Path = typer.Option(Path("reports/catalogue.md"), help="The Markdown report."),
               junit: Path = typer.Option(Path("reports/catalogue.xml"), help="The JUnit report."),
               select: str = typer.Option(None, "-k", help="Only the incidents whose names match this pytest -k "
-                                                          "expression.")):
+                                                          "expression."),
+              teeth: bool = typer.Option(False, help="Also run each broken variant of the built-in job against the "
+                                                     "scenario that must catch it, on the project's tables.")):
     """Run the shipped incident catalogue on this project's tables and job: each incident passed, failed (the
     oracle's finding) or not applicable (what the tables lack), in the terminal, a Markdown report and JUnit."""
     import os
@@ -471,7 +473,8 @@ def catalogue(job: str = typer.Option("builtin", help="The job under test: 'buil
                os.devnull)  # the project's own pytest settings, never those of the package's checkout
     command = [sys.executable, "-m", "pytest", str(SHIPPED), "--sandbox-catalogue", "-p", "no:cacheprovider",
                "-c", ini, "--rootdir", ".", f"--sandbox-job={job}", f"--sandbox-catalogue-report={report}",
-               f"--junitxml={junit}", "-rfs", *(["-k", select] if select else [])]
+               f"--junitxml={junit}", "-rfs", *(["-k", select] if select else []),
+               *(["--sandbox-catalogue-teeth"] if teeth else [])]
     raise typer.Exit(subprocess.call(command))
 
 

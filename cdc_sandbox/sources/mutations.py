@@ -603,6 +603,16 @@ class Mutator:
                 changes.append(self.update(table, self._key_of(p, row), changed))
         return changes
 
+    def first_keys(self, table: str, count: int) -> list[tuple]:
+        """The keys of the table's first `count` rows in key order."""
+        p = self.placement(table)
+        columns = ", ".join(quote(p.dialect, name) for name in p.table.primary_key)
+        page = "OFFSET 0 ROWS FETCH NEXT %s ROWS ONLY" if p.dialect == SQLSERVER else "LIMIT %s"
+        with table_connection(self.settings, p) as conn:
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT {columns} FROM {p.name} ORDER BY {columns} {page}", (count,))
+                return [tuple(row) for row in cur.fetchall()]
+
     def _max_key(self, p: Placement) -> int:
         (pk,) = p.table.primary_key
         with table_connection(self.settings, p) as conn:

@@ -13,77 +13,22 @@ import pytest
 
 from cdc_sandbox import debezium_settings
 from cdc_sandbox.config import PACKAGE_DIR
-from cdc_sandbox.harness.driving import fuzz
+from cdc_sandbox.harness.driving import fuzz, teeth
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.checking.oracle import Oracle, RunStats
 from cdc_sandbox.harness.checking.verdict import OracleMismatch
 from cdc_sandbox.harness.driving.scenario_tests import job_label
-from cdc_sandbox.stack.services.localstack import sandbox_s3
-from tests.broken_variants import (ORDERING_FIELDS, VARIANTS, Catch, _transform_changes, expect_catch,
-                                   take_over_ordering)
+from tests.broken_variants import VARIANTS, _transform_changes, expect_catch
 from tests.e2e.test_spark_cluster import CAUGHT_ON_THE_CLUSTER
 from tests.e2e.test_team_project import CAUGHT_ON_TEAM_TABLES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SCENARIOS = PACKAGE_DIR / "fixtures" / "scenarios"
-# A variant takes over a lake the correct job has written (branched from the baseline), so that what it gets wrong
-# is the scenario's own changes; one that orders by another field changes the field the table keeps
-# (`take_over_ordering`). A record key or a column's type cannot change on a written table: these variants write
-# their lake from the topics' first change.
-FROM_FIRST_CHANGE = {"offset-in-key", "money-as-double"}
-CAUGHT_BY = {  # variant -> the scenario aimed at its bug, and the failure it must cause there (in each of its modes)
-    # A later update that carries an earlier clock loses to the one before it, stored in the batch before.
-    "order-by-timestamp": ("source-clock-skew.yaml", (Catch("snapshot", "date", "day", key=(9001,)),)),
-    # The update in the new partition loses to the row's earlier change at a larger offset: an older value. The row is
-    # the one the step finds hashing to a new partition, so the catch names the columns the step sets, at any key.
-    "order-by-kafka-offset": ("topic-gains-partitions.yaml", (Catch("snapshot", "venue", "venueseats"),)),
-    # A delete that shares its micro-batch with other changes leaves the row live; one alone in its batch leaves
-    # nothing to commit, so the job moves past it without a commit.
-    "drop-deletes": ("delete-then-reinsert.yaml", (Catch("snapshot", "venue"), Catch("behind", "venue"))),
-    "skip-table": ("delete-then-reinsert.yaml", (Catch("behind", "venue"),)),  # read, and never committed
-    # Kafka's offsets are past the change while silver is not: the round that waits for it says so at once.
-    "offsets-before-silver": ("job-restart-mid-stream.yaml", (Catch("behind", "venue"),)),
-    "offset-in-key": ("same-transaction-updates.yaml", (Catch("duplicates", "category"),)),
-    "widened-integers": ("same-transaction-updates.yaml", (Catch("types", "category", "catid"),)),
-    # Copy-on-Write: on Merge-on-Read the bucket index sends the insert to the key's file group, where it merges.
-    "insert-not-upsert": ("source-clock-skew.yaml", (Catch("duplicates", "date"),)),
-    "zone-shifted-times": ("source-clock-skew.yaml", (Catch("snapshot", "date", "caldate"),)),
-    "money-as-double": ("binlog-column-added.yaml", (Catch("types", "date", "surcharge"),)),  # a decimal(8,2)
-    "dropped-added-column": ("binlog-column-added.yaml", (Catch("snapshot", "date", "surcharge"),)),
-    # A key update deletes the old key: its soft-deleted row must carry the values the delete carried. On a sandbox
-    # that ran the scenario before, its `given` first deletes the rows that run left under the new keys.
-    "empty-deletes": ("primary-key-update.yaml", (Catch("deletes", "category", "catname", key=(9101,)),
-                                                  Catch("deletes", "date", "caldate", key=(9101,)))),
-    # The outage's batch lands in the quarantine and its offsets are committed: silver never reaches the changes,
-    # or (when a later change of the table lands first) holds the table without them.
-    "registry-quarantine": ("registry-outage.yaml", (Catch("behind", "venue"), Catch("snapshot", "venue"))),
-    # The truncated rows still live when the truncate shares its batch with a change the job writes; one alone in
-    # its batch leaves nothing to commit, so the job moves past it without a commit. The scenario truncates both
-    # tables in its first round, and where the micro-batches fall decides which of them shows it first.
-    # The first update that leaves the long text out writes the placeholder over it.
-    "placeholders-as-values": ("replica-identity-default.yaml", (Catch("snapshot", "category", "long_notes"),
-                                                                 Catch("snapshot", "event", "programme"))),
-    # The re-delivered rename arrives last and wins over the stored, newer one.
-    "merge-by-arrival-time": ("old-event-redelivered.yaml", (Catch("snapshot", "venue", "venuename", key=(9601,)),)),
-    # The first batch after the widening carries values past the integer's range.
-    "first-types-kept": ("column-widened-mid-stream.yaml", tuple(Catch(check, table, "visits")
-                                                             for table in ("category", "date")
-                                                             for check in ("types", "snapshot"))),
-    # The rows the batch leaves alone keep NULL in the added column, where the source gave them its default.
-    "defaults-not-backfilled": ("column-added-with-default.yaml", (Catch("snapshot", "category", "region"),
-                                                                   Catch("snapshot", "date", "priority"))),
-    # The explicit NULLs in the added columns hold their defaults: the first round that checks them names each.
-    "null-as-default": ("null-in-a-column-with-a-default.yaml", tuple(Catch("snapshot", table, column) for table, column
-                                                                      in (("category", "nullable_visits"),
-                                                                          ("category", "nullable_featured"),
-                                                                          ("date", "nullable_note"),
-                                                                          ("date", "nullable_flagged")))),
-    "ignores-truncates": ("truncate-mid-stream.yaml", tuple(Catch(check, table) for table in ("category", "date")
-                                                            for check in ("snapshot", "deletes", "behind"))),
-}
-CASES = [(variant, job) for variant, (scenario, _) in CAUGHT_BY.items()
-         for job in scenarios.load(SCENARIOS / scenario).jobs]
+# variant -> the shipped scenario that declares it catches it (its `catches:`)
+CAUGHT_BY = {variant: path for path in sorted(SCENARIOS.glob("*.yaml"))
+             for variant in scenarios.validate(scenarios.read(path), path, home=True).catches}
+CASES = [(variant, job) for variant, path in CAUGHT_BY.items() for job in scenarios.load(path).jobs]
 
 
 def test_every_variant_has_a_test_that_catches_it():
@@ -94,23 +39,11 @@ def test_every_variant_has_a_test_that_catches_it():
 
 @pytest.mark.parametrize(("variant", "job"), CASES, ids=[f"{v}[{job_label(j)}]" for v, j in CASES])
 def test_broken_job_is_caught(request, variant, job, sandbox, pipeline_factory, mutator, monkeypatch):
-    scenario, catches = CAUGHT_BY[variant]
-    spec = scenarios.load(SCENARIOS / scenario)
-    options = scenarios.pipeline_options(spec, job)
-    first_change = variant in FROM_FIRST_CHANGE
-    if first_change:
-        VARIANTS[variant](monkeypatch)
-    pipeline = pipeline_factory(only=spec.tables, branch=not first_change, **options)
-    pipeline.run_once()  # the topics' backlog, or the branch's gap by the correct job
-    if not first_change:
-        if variant in ORDERING_FIELDS:
-            take_over_ordering(sandbox_s3(sandbox), pipeline.config.lake, spec.tables, variant)
-        VARIANTS[variant](monkeypatch)
-    oracle = Oracle(sandbox, pipeline, mutator, timeout=request.config.getoption("--oracle-timeout"), stats=RunStats())
-    judged = expect_catch(request, variant, scenario, job_label(job), catches)
-    with pytest.raises(AssertionError) as caught:  # a verdict, not a time-out (SandboxError)
-        scenarios.run(spec, pipeline, mutator, oracle, job=job)
-    assert not (wrong := judged(caught.value)), f"{variant}: {wrong}"
+    spec = scenarios.load(CAUGHT_BY[variant])
+    judged = expect_catch(request, variant, CAUGHT_BY[variant].name, job_label(job), spec.catches[variant])
+    caught = teeth.play(variant, spec, job, pipeline_factory, sandbox, mutator,
+                        request.config.getoption("--oracle-timeout"), monkeypatch)
+    assert not (wrong := judged(caught)), f"{variant}: {wrong}"
 
 
 def test_a_connector_that_writes_the_default_for_null_is_caught_naming_the_column_and_why(

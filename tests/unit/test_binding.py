@@ -26,7 +26,9 @@ CUSTOMERS = Table("customers", (Column("id", INT, nullable=False), Column("name"
 def _candidates(*tables: Table, engine: str = "postgres") -> list[binding.Candidate]:
     referenced = {fk.references_table for t in tables for fk in t.foreign_keys}
     return [binding.Candidate(t.name, t, engine, "shop", t.name in referenced,
-                              {"customer_id": 7} if t.name == "accounts" else {}) for t in tables]
+                              {"customer_id": 7} if t.name == "accounts" else {},
+                              tuple(("acme", n) if len(t.primary_key) == 2 else (n,) for n in range(1, 9)))
+            for t in tables]
 
 
 def _bind(name: str, candidates: list[binding.Candidate]) -> dict:
@@ -57,6 +59,18 @@ def test_a_scenario_is_rewritten_on_the_table_that_holds_its_values():
     assert _steps(bound, "delete")[0]["key"] == first_key
     last_check = _steps(bound, "check")[-1]
     assert last_check["expect"]["accounts"]["rows"] == [first_key | {"owner": "Newest Hall", "visits": None}]
+
+
+def test_a_row_the_scenario_reads_and_did_not_write_is_a_loaded_row_of_the_project():
+    """column-added-with-default checks the default on a TICKIT row it never wrote: bound, on a loaded row."""
+    raw = scenarios.read(scenarios.SHIPPED / "column-added-with-default.yaml")
+    bound = _bind("column-added-with-default", _candidates(ACCOUNTS, CUSTOMERS))
+    written = {(row["tenant"], row["account_no"]) for row in bound["given"]["accounts"] + [
+        args["row"] for args in _steps(bound, "insert") if args["table"] == "accounts"]}
+    checked = [(row["tenant"], row["account_no"]) for args in _steps(bound, "check") if isinstance(args, dict)
+               for row in args["expect"].get("accounts", {}).get("rows", [])]
+    read_only = [key for key in checked if key not in written]
+    assert read_only and all(tenant == "acme" for tenant, _ in read_only), (raw["given"], checked)
 
 
 def test_the_binding_is_the_same_in_every_run():

@@ -6,11 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+ANY_COLUMN = "*"
+
+
+def _text(key: tuple) -> tuple[str, ...]:
+    return tuple(map(str, key))
+
+
 @dataclass(frozen=True)
 class Catch:
     """The failure a variant must cause, and no other: the check that finds it (a `verdict.Finding`'s), the table,
     and the column it names; without a column, the keys whose rows are missing, extra or held twice (or, for
-    "behind", the table alone). With `key`, the finding must name that row too: the scenario's own."""
+    "behind", the table alone); `ANY_COLUMN`, some column. With `key`, the finding must name that row too: the
+    scenario's own (compared as text: a scenario names a decimal key as the reader does not)."""
 
     check: str
     table: str
@@ -20,12 +28,15 @@ class Catch:
     def matches(self, finding) -> bool:
         if finding is None or (finding.check, finding.table) != (self.check, self.table):
             return False
-        if self.key is not None and self.key not in finding.keys | finding.differing_keys:
+        if self.key is not None and _text(self.key) not in {_text(k) for k in finding.keys | finding.differing_keys}:
             return False
+        if self.column == ANY_COLUMN:
+            return bool(finding.columns)
         return self.column in finding.columns if self.column else bool(finding.keys) or self.check == "behind"
 
     def __str__(self) -> str:
-        shown = "(rows by key)" if self.column is None else f"(column {self.column})"
+        shown = "(rows by key)" if self.column is None else "(a column)" if self.column == ANY_COLUMN \
+            else f"(column {self.column})"
         return f"{self.check} of {self.table} {shown}" + (f" at key {', '.join(map(str, self.key))}" if self.key else "")
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from cdc_sandbox.config import TOPOLOGY_FILE, Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.harness.checking.catches import ANY_COLUMN
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.driving.fuzz import fuzz_keys
 from cdc_sandbox.schema import BOOL, DATE, DECIMAL, DOUBLE, FLOAT, INTEGER_RANGES, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ, UUID
@@ -35,6 +36,7 @@ KINDS = {"integer": tuple(INTEGER_RANGES), "number": (DECIMAL, NUMBER, FLOAT, DO
 # Kinds whose drawn values the readers return exactly as written (no float rounding, no text form of JSON or bytes):
 # such a column may play a scenario's column of another kind, with stand-ins for its values.
 STAND_IN_KINDS = ("integer", STR, DATE, TIMESTAMP, TIMESTAMPTZ, BOOL, UUID)
+LOADED_KEYS = 8  # loaded rows a scenario may read (it names rows of TICKIT's it did not write)
 ADDED = "sandbox_"  # the columns a bound scenario adds are named so: apart from the table's own
 NESTED = {"transaction": None, "snapshot_table": "while"}  # steps that hold changes: a list, or under this key
 
@@ -58,6 +60,7 @@ class Candidate:
     source: str
     referenced: bool = False  # another table's foreign key names it: it cannot be truncated
     references: dict = field(default_factory=dict)  # NOT NULL reference column -> a value naming an existing row
+    loaded: tuple[tuple, ...] = ()  # keys of rows it holds (loaded ones), for a scenario that reads rows it did not write
 
 
 @dataclass
@@ -69,6 +72,7 @@ class Role:
     home_engine: str
     engines: tuple[str, ...] = ()  # the engines it must be on (none: any)
     keys: list[tuple] = field(default_factory=list)  # the keys the scenario names, in order of first use
+    written: set[tuple] = field(default_factory=set)  # ... those it gives or inserts (the others name loaded rows)
     values: dict[str, list] = field(default_factory=dict)  # each column it sets or checks -> the values it gives
     nulls: set[str] = field(default_factory=set)  # ... those it leaves NULL
     added: set[str] = field(default_factory=set)  # columns its steps add
@@ -143,6 +147,10 @@ def roles(raw: dict, homes: dict[str, Table], home_engines: dict[str, str]) -> d
             role.values.setdefault(column, [])
     for table, row in _rows(raw, steps):
         _note_row(found[table], row, full=True)
+        found[table].written.add(tuple(row[c] for c in found[table].home.primary_key))
+    for kind, args in steps:
+        if kind == "update_key":
+            found[args["table"]].written.add(tuple(args["new_key"][c] for c in found[args["table"]].home.primary_key))
     for kind, args in steps:
         role = found.get(args.get("table")) if isinstance(args, dict) else None
         for name in ("key", "new_key", "set"):
@@ -251,8 +259,9 @@ def _cannot_play(role: Role, candidate: Candidate, chosen: dict[str, Bound], tog
             sources = {b.target.source for name, b in chosen.items() if name in group}
             if sources - {candidate.source}:
                 return "not in the source of a table the scenario writes in the same transaction"
-    if len(_target_keys(role, candidate)) < len(role.keys):
-        return f"fewer free keys than the {len(role.keys)} the scenario uses"
+    if _target_keys(role, candidate) is None:
+        read = len([key for key in role.keys if key not in role.written])
+        return f"fewer rows than the {read} loaded ones the scenario reads, or fewer free keys than it writes"
     if _columns(role, candidate) is None:
         return "; ".join(f"no {'nullable ' if c in role.nulls else ''}column that holds {_sample(role, c)}"
                          for c in _unplaced(role, candidate))
@@ -268,13 +277,18 @@ def _hashable(value):
     return repr(value) if isinstance(value, (list, dict)) else value
 
 
-def _target_keys(role: Role, candidate: Candidate) -> list[dict]:
-    """Keys for the role's keys: the same ones on the table it was written for, else keys loaded rows do not use."""
+def _target_keys(role: Role, candidate: Candidate) -> list[dict] | None:
+    """A key of the target for each of the role's: the same ones on the table it was written for; else, for a key the
+    scenario writes, one loaded rows do not use, and for one it only reads (a loaded row of its table), a loaded row's.
+    None when the target has too few."""
     table = candidate.table
     if candidate.name == role.name and table.primary_key == role.home.primary_key and all(
             _holds(table.column(c), v) for key in role.keys for c, v in zip(table.primary_key, key)):
         return [dict(zip(table.primary_key, key)) for key in role.keys]
-    return [dict(zip(table.primary_key, key)) for key in dict.fromkeys(fuzz_keys(table))]
+    free = iter(dict.fromkeys(fuzz_keys(table)))
+    loaded = iter(candidate.loaded)
+    keys = [next(free if key in role.written else loaded, None) for key in role.keys]
+    return None if None in keys else [dict(zip(table.primary_key, key)) for key in keys]
 
 
 def _free_columns(role: Role, candidate: Candidate) -> list[Column]:
@@ -429,6 +443,24 @@ def _rewritten(raw: dict, chosen: dict[str, Bound]) -> dict:
         out["given"] = {chosen[t].target.name: [_row(chosen[t], row, name, full=True) for row in rows]
                         for t, rows in raw["given"].items()}
     out["steps"] = [_step(step, chosen, name) for step in raw["steps"]]
+    if raw.get("catches"):
+        out["catches"] = {variant: [_catch(item, chosen[item["table"]]) for item in items]
+                          for variant, items in raw["catches"].items()}
+    return out
+
+
+def _catch(item: dict, bound: Bound) -> dict:
+    """A failure a variant causes, on the bound table: its column the one that plays it (a column the scenario names
+    only to fill a row, or a key column, as any column), its key the bound key."""
+    out = {**item, "table": bound.target.name}
+    column = item.get("column")
+    if column is not None:
+        out["column"] = ADDED + column if column in bound.role.added else bound.columns.get(column, ANY_COLUMN)
+    if "key" in item:
+        key = bound.keys.get(tuple(item["key"]))
+        out.pop("key")
+        if key is not None:
+            out["key"] = list(key.values())
     return out
 
 
@@ -525,8 +557,11 @@ def candidates(settings: Settings, mutator: Mutator | None = None) -> list[Candi
             row = mutator.new_row(name, random.Random(name))
             references = {column: row[column] for column in needed}
         source = topology.table(name).source
+        harness_keys = {tuple(map(str, key)) for key in fuzz_keys(p.table)}
+        loaded = tuple(tuple(map(_plain, key)) for key in mutator.first_keys(name, LOADED_KEYS + len(harness_keys))
+                       if tuple(map(str, key)) not in harness_keys)[:LOADED_KEYS]
         found.append(Candidate(name, p.table, topology.sources[source].engine, source, name in referenced,
-                               references))
+                               references, loaded))
     return found
 
 

@@ -7,11 +7,17 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-VERDICTS = ("failed", "passed", "not applicable", "skipped", "not run")  # the report's order
+VERDICTS = ("failed", "missed", "passed", "caught", "not applicable", "skipped", "not run")  # the report's order
+AS_VARIANT = {"failed": "missed", "passed": "caught"}  # a broken variant's test passes when the scenario caught it
 
 
-def verdict_of(report, not_applicable_prefix: str) -> tuple[str, str]:
-    """(verdict, detail) of a test's pytest report."""
+def verdict_of(report, not_applicable_prefix: str, variant: str | None = None) -> tuple[str, str]:
+    """(verdict, detail) of a test's pytest report; a broken variant's is "caught" or "missed"."""
+    verdict, detail = _verdict(report, not_applicable_prefix)
+    return (AS_VARIANT.get(verdict, verdict) if variant else verdict), detail
+
+
+def _verdict(report, not_applicable_prefix: str) -> tuple[str, str]:
     if report.failed:
         return "failed", _first_lines(report.longreprtext)
     if report.skipped:
@@ -39,14 +45,24 @@ def summary(entries) -> str:
 
 
 def markdown(entries, project: str, job: str) -> str:
+    incidents = [e for e in entries if not e.variant]
+    variants = [e for e in entries if e.variant]
     lines = [f"# The incident catalogue on {project}", "",
-             f"Job under test: {job}. {summary(entries)} (of {len(entries)} scenario runs).", "",
-             "| verdict | incident | job | tables (scenario's → project's) | detail |", "|---|---|---|---|---|"]
+             f"Job under test: {job}. {summary(incidents)} (of {len(incidents)} scenario runs).", "",
+             *_table(incidents, "incident")]
+    if variants:
+        lines += ["", "## Broken variants of the job, each against the scenario that must catch it", "",
+                  f"{summary(variants)} (of {len(variants)} runs).", "", *_table(variants, "variant")]
+    return "\n".join(lines) + "\n"
+
+
+def _table(entries, what: str) -> list[str]:
+    lines = [f"| verdict | {what} | job | tables (scenario's → project's) | detail |", "|---|---|---|---|---|"]
     for entry in sorted(entries, key=lambda e: (VERDICTS.index(e.verdict), e.file, e.job)):
         tables = ", ".join(f"{home} → {own}" if home != own else own for home, own in entry.tables.items())
-        lines.append(f"| {entry.verdict} | {_cell(entry.incident)} (`{entry.file}`) | {entry.job} | {tables} | "
-                     f"{_cell(entry.detail)} |")
-    return "\n".join(lines) + "\n"
+        named = f"`{entry.variant}` by {_cell(entry.incident)}" if entry.variant else _cell(entry.incident)
+        lines.append(f"| {entry.verdict} | {named} (`{entry.file}`) | {entry.job} | {tables} | {_cell(entry.detail)} |")
+    return lines
 
 
 def _cell(text: str) -> str:

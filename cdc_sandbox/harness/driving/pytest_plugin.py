@@ -57,6 +57,9 @@ def pytest_addoption(parser):
     group.addoption("--sandbox-catalogue", action="store_true",
                     help="also run the shipped incident catalogue, each scenario bound to the project's tables (or "
                          "reported as not applicable, with what the tables lack)")
+    group.addoption("--sandbox-catalogue-teeth", action="store_true",
+                    help="with --sandbox-catalogue: also run each broken variant of the built-in job against the "
+                         "scenario that declares it catches it, on the project's tables: each must be caught")
     group.addoption("--sandbox-catalogue-report", default="reports/catalogue.md", metavar="PATH",
                     help="with --sandbox-catalogue: where the Markdown report of each incident's verdict goes")
     parser.addini("sandbox_scenarios", "directories whose *.yaml scenario files are collected as tests",
@@ -377,8 +380,8 @@ def pytest_runtest_makereport(item, call):
         from cdc_sandbox.harness.driving import catalogue_report
         from cdc_sandbox.harness.driving.scenario_tests import NOT_APPLICABLE
 
-        if entry.verdict in ("not run", "passed"):
-            entry.verdict, entry.detail = catalogue_report.verdict_of(report, NOT_APPLICABLE)
+        if entry.verdict in ("not run", "passed", "caught"):
+            entry.verdict, entry.detail = catalogue_report.verdict_of(report, NOT_APPLICABLE, entry.variant)
 
 
 def _failed(request) -> bool:

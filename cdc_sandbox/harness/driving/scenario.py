@@ -22,7 +22,9 @@ import yaml
 from cdc_sandbox import debezium_settings
 from cdc_sandbox.config import ENGINES, INDEXES, PACKAGE_DIR, TOPOLOGY_FILE, Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
+from cdc_sandbox.harness.checking.catches import ANY_COLUMN, Catch
 from cdc_sandbox.harness.checking.oracle import Oracle
+from cdc_sandbox.harness.running.broken_jobs import VARIANTS
 from cdc_sandbox.harness.running.pipeline import BatchFailed
 from cdc_sandbox.harness.checking.verdict import Finding, OracleMismatch
 from cdc_sandbox.schema import BOOL, BYTES, DATE, DECIMAL, INTEGER_RANGES, JSON, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ
@@ -38,7 +40,7 @@ from cdc_sandbox.tickit_data.schema import get_table
 from cdc_sandbox.wait import wait_until
 
 SHIPPED = PACKAGE_DIR / "fixtures" / "scenarios"  # the scenarios that come with the package, run on TICKIT
-TOP_LEVEL = {"name", "description", "tables", "needs", "source", "replica_identity", "debezium", "silver", "job", "given",
+TOP_LEVEL = {"name", "description", "tables", "needs", "catches", "source", "replica_identity", "debezium", "silver", "job", "given",
              "steps"}
 SILVER_SETTINGS = ("partition_by", "hive_style", "index")  # as a project file's `tables:` entries take them
 REPLICA_IDENTITIES = ("default", "full")
@@ -178,6 +180,7 @@ class Scenario:
     schemas: dict[str, Table] = field(default_factory=dict)  # its tables' columns and keys
     debezium: dict[str, str] = field(default_factory=dict)  # settings of its tables' connectors while it runs
     silver: dict[str, dict] = field(default_factory=dict)  # its tables' own silver layout: {table: settings}
+    catches: dict[str, tuple[Catch, ...]] = field(default_factory=dict)  # broken job variant -> how it must fail
 
     @property
     def job(self) -> dict:
@@ -302,10 +305,11 @@ class _Validator:
             self.outages_have_a_batch(steps, bool(job.get("continuous")))
         self.mark_rewind_targets(steps)
         labels = [s.args["label"] for s in steps if s.kind == "check"]
+        catches = self.catches(raw, tables) if "catches" in raw else {}
         return Scenario(self.path, str(raw["name"]), str(raw.get("description", "")).strip(), list(tables),
                         jobs, {t: list(r) for t, r in given.items()}, steps, labels, raw.get("source"),
                         raw.get("replica_identity"), {t: self.schema(t) for t in tables}, debezium,
-                        silver)
+                        silver, catches)
 
     def jobs(self, raw) -> list[dict]:
         """`job`: one mapping of job options, or a list of them (the scenario runs under each)."""
@@ -390,6 +394,36 @@ class _Validator:
             if not need or set(need) - {"engines", "values"} or not isinstance(engines, list) or not engines \
                     or set(engines) - set(ENGINES) or need.get("values", "exact") != "exact":
                 self.fail(given, f"needs.{table} is {form}", table)
+
+    def catches(self, raw, tables: list[str]) -> dict[str, tuple[Catch, ...]]:
+        """`catches`: the broken variants of the job this scenario must catch, each with the failures it may cause
+        (the check, the table, and a column or a key of the scenario's; read once the steps have added theirs)."""
+        given = raw["catches"]
+        form = "{variant: [{check: snapshot, table: <table>, column: <column>, key: [<key values>]}, ...]}"
+        if not isinstance(given, dict) or not given:
+            self.fail(raw, f"catches is a mapping of broken variants to the failures each causes: {form}", "catches")
+        found = {}
+        for variant, catches in given.items():
+            if variant not in VARIANTS:
+                self.fail(given, f"unknown broken variant {variant!r}; variants: {', '.join(VARIANTS)}", variant)
+            if not isinstance(catches, list) or not catches:
+                self.fail(given, f"catches.{variant} is a list of failures: {form}", variant)
+            found[variant] = tuple(self.catch(item, tables, variant) for item in catches)
+        return found
+
+    def catch(self, item, tables: list[str], variant: str) -> Catch:
+        if not isinstance(item, dict) or not {"check", "table"} <= set(item) <= {"check", "table", "column", "key"}:
+            self.fail(item, f"a failure of {variant} names check and table, and a column or key of it")
+        table = self.table_name(item, item["table"], "table", allowed=tables)
+        column = item.get("column")
+        known = {*self.schema(table).column_names, *self.silver_has.get(table, set()), ANY_COLUMN}
+        if column is not None and column not in known:
+            self.fail(item, f"{table} has no column {column!r}", "column")
+        key = item.get("key")
+        if key is not None and (not isinstance(key, list) or len(key) != len(self.schema(table).primary_key)):
+            self.fail(item, f"key is a list of {table}'s key values: {', '.join(self.schema(table).primary_key)}",
+                      "key")
+        return Catch(str(item["check"]), table, column, tuple(key) if key is not None else None)
 
     def table_name(self, where, table, key, allowed=None) -> str:
         names = sorted(t.name for t in self.topology.tables)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_sandbox.harness.driving import binding
+from cdc_sandbox.harness.driving import binding, teeth
 from cdc_sandbox.harness.driving import scenario as scenarios
 
 NOT_APPLICABLE = "not applicable: "  # how a skipped catalogue test's reason starts
@@ -24,23 +24,30 @@ class ScenarioFile(pytest.File):
             raise self.CollectError(exc.message) from exc
         home_tables = scenarios.read(self.path)["tables"]
         yield from self._items(spec, lambda job: _scenario_test(spec, job), home_tables)
+        if self.config.getoption("--sandbox-catalogue-teeth", False):
+            for variant in spec.catches:
+                yield from self._items(spec, lambda job, variant=variant: _teeth_test(spec, job, variant),
+                                       home_tables, variant)
 
-    def _items(self, spec: scenarios.Scenario, test_of, home_tables: list[str]):
+    def _items(self, spec: scenarios.Scenario, test_of, home_tables: list[str], variant: str | None = None):
         for job in spec.jobs:
             name = spec.name if len(spec.jobs) == 1 else f"{spec.name} [{job_label(job)}]"
+            if variant:
+                name = f"{name} catches {variant}"
             item = pytest.Function.from_parent(self, name=name, callobj=test_of(job))
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.slow)
             item.catalogue_entry = CatalogueEntry(spec.name, job_label(job), dict(zip(home_tables, spec.tables)),
-                                                  self.path.stem)
+                                                  self.path.stem, variant)
             yield item
 
 
 class CatalogueEntry:
-    """What a report says of a scenario test: the incident, its job, and which table played each of its tables."""
+    """What a report says of a scenario test: the incident, its job, which table played each of its tables, and for
+    a broken variant of the job, which."""
 
-    def __init__(self, incident: str, job: str, tables: dict[str, str], file: str):
-        self.incident, self.job, self.tables, self.file = incident, job, tables, file
+    def __init__(self, incident: str, job: str, tables: dict[str, str], file: str, variant: str | None = None):
+        self.incident, self.job, self.tables, self.file, self.variant = incident, job, tables, file, variant
         self.verdict, self.detail = "not run", ""
 
 
@@ -55,6 +62,21 @@ def _not_applicable(reason: str):
         pytest.skip(NOT_APPLICABLE + reason)
 
     return test_scenario
+
+
+def _teeth_test(spec: scenarios.Scenario, job: dict, variant: str):
+    def test_variant_caught(request, cdc_pipeline_factory, cdc_mutator, monkeypatch):  # the plugin's own fixtures
+        if reason := scenarios.unavailable(spec, cdc_mutator.settings):
+            pytest.skip(reason)
+        if reason := teeth.unmet(variant, spec, cdc_mutator.settings):
+            pytest.skip(NOT_APPLICABLE + reason)
+        caught = teeth.play(variant, spec, job, cdc_pipeline_factory, cdc_mutator.settings, cdc_mutator,
+                            request.config.getoption("--oracle-timeout"), monkeypatch)
+        if wrong := teeth.judge(variant, spec, caught):
+            raise teeth.VariantMissed(f"{variant}: {wrong}")
+
+    test_variant_caught.__doc__ = f"The job broken as {variant} fails this scenario as it declares."
+    return test_variant_caught
 
 
 def _scenario_test(spec: scenarios.Scenario, job: dict):
