@@ -42,7 +42,7 @@ UNIT_TESTS = "tests/unit"
 PROJECTS_LANE = ["tests/e2e/test_team_project.py", "tests/e2e/test_spark_cluster.py",
                  "tests/e2e/test_moma_project.py", "tests/e2e/test_installed_package.py",
                  "tests/e2e/test_project_files.py", "tests/e2e/test_ephemeral_sandbox.py",
-                 "tests/e2e/test_sample_schemas.py"]
+                 "tests/e2e/test_sample_schemas.py", "tests/e2e/test_catalogue.py"]
 JVM_KINDS = [*SPARK_MAIN_CLASSES.values(), "other java"]
 LANE_LOCK = REPORTS / "projects-lane.lock"
 LANE_LOCK_ENV = "SANDBOX_PROJECTS_LANE_LOCK"  # tests/conftest.py waits on it before a `restarts_services` test
