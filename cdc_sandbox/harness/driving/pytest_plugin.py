@@ -139,30 +139,37 @@ def cdc_sandbox(request, cdc_sandbox_settings: Settings):
     yield cdc_sandbox_settings
 
 
-def _source_client(settings: Settings, table: str):
-    with databases.table_connection(settings, catalog.placement_of(settings, table)) as conn:
+def _source_client(settings: Settings, engines: tuple[str, ...], missing: str):
+    """A connection to the database of the project's first table on one of these engines; the test is skipped,
+    saying `missing`, when it has none."""
+    topology = settings.topology
+    table = next((t for t in topology.tables if topology.sources[t.source].engine in engines), None)
+    if table is None:
+        pytest.skip(missing)
+    with databases.table_connection(settings, catalog.placement_of(settings, table.name)) as conn:
+        if topology.sources[table.source].engine in ("mariadb", "mysql"):  # its tables unqualified, as in its client
+            conn.select_db(table.namespace)
         yield conn
 
 
 @pytest.fixture
 def cdc_postgres_client(cdc_sandbox: Settings, cdc_tickit_loaded):
-    """A DB-API connection to the Postgres source database (closed after the test)."""
-    yield from _source_client(cdc_sandbox, "category")
+    """A DB-API connection to the project's Postgres source database (closed after the test)."""
+    yield from _source_client(cdc_sandbox, ("postgres",), "the project has no table on Postgres")
 
 
 @pytest.fixture
 def cdc_mysql_client(cdc_sandbox: Settings, cdc_tickit_loaded):
-    """A DB-API connection to the MySQL-compatible source database (closed after the test)."""
-    yield from _source_client(cdc_sandbox, "sale")
+    """A DB-API connection to the project's MySQL-compatible source database (closed after the test)."""
+    yield from _source_client(cdc_sandbox, ("mariadb", "mysql"), "the project has no table on MariaDB or MySQL")
 
 
 @pytest.fixture
 def cdc_mssql_client(cdc_sandbox: Settings, cdc_tickit_loaded):
-    """A DB-API connection to SQL Server; the test is skipped when the sandbox has none."""
-    if "mssql" not in cdc_sandbox.topology.sources:
-        pytest.skip("no SQL Server reachable: set SANDBOX_MSSQL_DSN (native backend) or use the compose backend; "
-                    "crm.user lives on its Postgres stand-in here")
-    yield from _source_client(cdc_sandbox, "user")
+    """A DB-API connection to the project's SQL Server database; the test is skipped when the sandbox has none."""
+    yield from _source_client(cdc_sandbox, ("sqlserver",),
+                              "no SQL Server table here: set SANDBOX_MSSQL_DSN (native backend) or use the compose "
+                              "backend (TICKIT's crm.user lives on its Postgres stand-in without one)")
 
 
 @pytest.fixture(scope="session")
