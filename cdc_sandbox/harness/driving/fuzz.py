@@ -508,7 +508,7 @@ class Replay:
         from cdc_sandbox.harness.checking.oracle import Oracle
 
         try:
-            spec = write(raw, self.workdir / "candidate.yaml")
+            spec = write(raw, self.workdir / "candidate.yaml", self.settings)
         except scenarios.ScenarioError:
             return False  # e.g. a column set, and the step that added it taken out
         options = scenarios.pipeline_options(spec, spec.job)
@@ -522,6 +522,9 @@ class Replay:
         finally:
             finish([pipe], failed=False)
         return False
+
+    def primary_keys(self, tables: list[str]) -> dict[str, tuple[str, ...]]:
+        return {table: self.mutator.placement(table).table.primary_key for table in tables}
 
 
 @dataclass
@@ -537,12 +540,13 @@ def settle(failure: Failure, replay: Replay, deadline: float, reports: Path, see
     """Shrink a failure (when a fresh lake reproduces it) until `deadline` or `most_shrinks` smaller examples, and
     write it out as a scenario file."""
     reproduced = replay(failure.raw)
-    smallest = shrink(failure.raw, replay, deadline, say, most_shrinks) if reproduced else failure.raw
+    keys = replay.primary_keys(failure.raw["tables"])
+    smallest = shrink(failure.raw, replay, deadline, say, most_shrinks, keys) if reproduced else failure.raw
     kind = signature(failure.error)
     first_line = cause_line(failure.error)
     path = reports / f"seed-{seed}-example-{failure.number}.yaml"
     write({**smallest, "description": f"Found by the fuzzer (seed {seed}, example {failure.number}): {kind}: "
-                                      f"{first_line}"}, path)
+                                      f"{first_line}"}, path, replay.settings)
     how = (f"shrunk from {len(failure.raw['steps'])} to {len(smallest['steps'])} steps, each kept one failing the "
            f"same way on a fresh lake" if reproduced else
            "NOT reproduced on a fresh lake (it may depend on the examples before it), so written as drawn")
@@ -555,15 +559,17 @@ def settle(failure: Failure, replay: Replay, deadline: float, reports: Path, see
 
 # --- shrinking -------------------------------------------------------------------------------------------------
 def shrink(raw: dict, reproduces: Callable[[dict], bool], deadline: float, say=lambda line: None,
-           most_shrinks: int | None = None) -> dict:
+           most_shrinks: int | None = None, keys: dict[str, tuple[str, ...]] | None = None) -> dict:
     """A smaller example that `reproduces` still fails the same way: chunks of steps removed (halves, then smaller),
     pauses lifted, changes taken out of transactions, given rows no step names dropped, unused tables, values made
     plain; after each success the ways are tried again. Stops at `deadline` (a `time.monotonic()` value) or after
-    `most_shrinks` successes, with the smallest so far."""
+    `most_shrinks` successes, with the smallest so far. `keys` gives each table's key columns (the project's tables
+    as the environment's file declares them by default)."""
+    keys = keys or _DeclaredKeys()
     best, improved, shrinks = raw, True, 0
     while improved and shrinks != most_shrinks:
         improved = False
-        for candidate in itertools.chain(*(way(best) for way in SHRINKS)):
+        for candidate in itertools.chain(*(way(best, keys) for way in SHRINKS)):
             if time.monotonic() >= deadline:
                 return best
             if reproduces(candidate):
@@ -573,11 +579,19 @@ def shrink(raw: dict, reproduces: Callable[[dict], bool], deadline: float, say=l
     return best
 
 
+class _DeclaredKeys(dict):
+    """Each table's key columns as the environment's project declares them, read as asked."""
+
+    def __missing__(self, table: str) -> tuple[str, ...]:
+        self[table] = scenarios.table_schema(table).primary_key
+        return self[table]
+
+
 def _with_steps(raw: dict, steps: list) -> dict:
     return {**raw, "steps": steps}
 
 
-def _without_chunks(raw: dict):
+def _without_chunks(raw: dict, keys=None):
     """The example without one chunk of its steps (the final check stays), largest chunks first."""
     body, final = raw["steps"][:-1], raw["steps"][-1]
     size = len(body)
@@ -589,7 +603,7 @@ def _without_chunks(raw: dict):
         size //= 2
 
 
-def _without_pauses(raw: dict):
+def _without_pauses(raw: dict, keys=None):
     """The example without one pause and its resume (the changes between reach the job as they come)."""
     steps = raw["steps"]
     for start, step in enumerate(steps):
@@ -612,7 +626,7 @@ def _well_formed(steps: list) -> bool:
     return not paused
 
 
-def _smaller_transactions(raw: dict):
+def _smaller_transactions(raw: dict, keys=None):
     for index, step in enumerate(raw["steps"]):
         if "transaction" not in step:
             continue
@@ -623,7 +637,7 @@ def _smaller_transactions(raw: dict):
             yield _with_steps(raw, raw["steps"][:index] + [replacement] + raw["steps"][index + 1:])
 
 
-def _named_keys(raw: dict) -> set[tuple[str, tuple]]:
+def _named_keys(raw: dict, keys: dict) -> set[tuple[str, tuple]]:
     found = set()
     for step in raw["steps"]:
         for change in step.get("transaction") or [step]:
@@ -631,24 +645,24 @@ def _named_keys(raw: dict) -> set[tuple[str, tuple]]:
             if isinstance(args, dict) and "table" in args:
                 for key in ("key", "new_key", "row"):
                     if key in args:
-                        found.add((args["table"], _key_of(args["table"], args[key])))
+                        found.add((args["table"], _key_of(keys[args["table"]], args[key])))
     return found
 
 
-def _key_of(table: str, row: dict) -> tuple:
-    return tuple(row[k] for k in scenarios.table_schema(table).primary_key)
+def _key_of(key_columns: tuple[str, ...], row: dict) -> tuple:
+    return tuple(row[k] for k in key_columns)
 
 
-def _fewer_given_rows(raw: dict):
-    named = _named_keys(raw)
+def _fewer_given_rows(raw: dict, keys: dict):
+    named = _named_keys(raw, keys)
     for table, rows in raw["given"].items():
         for index, row in enumerate(rows):
-            if (table, _key_of(table, row)) not in named:
+            if (table, _key_of(keys[table], row)) not in named:
                 yield {**raw, "given": {**raw["given"], table: rows[:index] + rows[index + 1:]}}
 
 
-def _fewer_tables(raw: dict):
-    used = {table for table, _ in _named_keys(raw)}
+def _fewer_tables(raw: dict, keys: dict):
+    used = {table for table, _ in _named_keys(raw, keys)}
     used |= {args["table"] for step in raw["steps"] for args in step.values()
              if isinstance(args, dict) and "table" in args}
     for table in raw["tables"]:
@@ -676,7 +690,7 @@ def plainest(value):
     return value
 
 
-def _simpler_values(raw: dict):
+def _simpler_values(raw: dict, keys: dict):
     """Each value an insert or an update writes (keys aside) replaced by the plainest of its kind, one at a time: the
     values the failure needs stay as drawn."""
     for index, step in enumerate(raw["steps"]):
@@ -685,10 +699,9 @@ def _simpler_values(raw: dict):
             field = {"insert": "row", "update": "set"}.get(kind)
             if not isinstance(args, dict) or field not in args:
                 continue
-            keys = set(scenarios.table_schema(args["table"]).primary_key)
             for column, value in args[field].items():
                 plain = plainest(value)
-                if column in keys or (type(plain) is type(value) and plain == value):
+                if column in keys[args["table"]] or (type(plain) is type(value) and plain == value):
                     continue
                 simpler = copy.deepcopy(raw)
                 target = simpler["steps"][index]
