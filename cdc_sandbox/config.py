@@ -93,7 +93,6 @@ class SilverSettings:
     partition_by: tuple[str, ...] = ()
     hive_style: bool = True
     table_type: str | None = None  # None: the job's
-    ordering: str | None = None  # None: the source position
     hard_deletes: bool | None = None  # None: the job's
     index: str = "bucket"
     replica_identity: str = "full"  # Postgres only
@@ -355,7 +354,13 @@ def _silver_settings(path: Path, table: str, spec: dict) -> SilverSettings:
         value = spec.get(name) or ()
         return (value,) if isinstance(value, str) else tuple(value)
 
-    unknown = set(spec) - {"record_key", "partition_by", "hive_style", "table_type", "ordering", "deletes", "index",
+    if "ordering" in spec:
+        raise SandboxError(f"{path}: table {table}: `ordering` is not taken: the oracle holds silver to the source's "
+                           "last write, and an ordering column makes Hudi keep an older version wherever the column's "
+                           "values go backwards (a clock set back, a batch replayed)",
+                           "remove `ordering`: the job orders a key's versions by their source position, which only "
+                           "moves forward")
+    unknown = set(spec) - {"record_key", "partition_by", "hive_style", "table_type", "deletes", "index",
                            "replica_identity", "data"}
     checks = [(not unknown, f"unknown settings {', '.join(sorted(unknown))}"),
               (spec.get("table_type", TABLE_TYPES[0]) in TABLE_TYPES, f"table_type is one of {', '.join(TABLE_TYPES)}"),
@@ -369,7 +374,6 @@ def _silver_settings(path: Path, table: str, spec: dict) -> SilverSettings:
     index = spec.get("index", "global_simple" if partition_by else "bucket")
     return SilverSettings(record_key=listed("record_key"), partition_by=partition_by,
                           hive_style=bool(spec.get("hive_style", True)), table_type=spec.get("table_type"),
-                          ordering=spec.get("ordering"),
                           hard_deletes=None if "deletes" not in spec else spec["deletes"] == "hard", index=index,
                           replica_identity=spec.get("replica_identity", "full"), data=dict(spec.get("data") or {}))
 

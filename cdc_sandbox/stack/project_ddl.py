@@ -164,7 +164,7 @@ def _check(settings: Settings, source: Source) -> None:
                            "give each table a PRIMARY KEY: the sandbox keys silver and checks it by it")
     for name, table in tables.items():
         silver = settings.topology.silver_of(name)
-        named = [*silver.record_key, *silver.partition_by, *([silver.ordering] if silver.ordering else [])]
+        named = [*silver.record_key, *silver.partition_by]
         missing = [column for column in named if column not in table.column_names]
         if missing:
             raise SandboxError(f"{settings.topology.file}: table {name}: {', '.join(missing)} is no column of "

@@ -70,6 +70,7 @@ def test_the_tables_come_from_the_ddl_files_with_their_silver_settings(team):
     ("  accounts: {index: bloom}", "index is one of bucket, global_simple"),
     ("  accounts: {table_type: MERGE}", "table_type is one of"),
     ("  accounts: {partitions: [day]}", "unknown settings partitions"),
+    ("  accounts: {ordering: opened_at}", "`ordering` is not taken: the oracle holds silver to the source's last"),
     ("  orders: {}", "orders, which no DDL file creates"),
 ])
 def test_a_wrong_silver_setting_names_the_file_and_the_table(team, setting, message):

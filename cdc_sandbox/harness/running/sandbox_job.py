@@ -86,7 +86,7 @@ def table_spec(settings: Settings, captured: CapturedTable) -> TableSpec:
                      position=POSITION_KIND[topology.sources[captured.source].engine],
                      buckets=TABLE_BUCKETS.get(captured.name) if topology.is_tickit else None,
                      partition_by=silver.partition_by, hive_style=silver.hive_style, table_type=silver.table_type,
-                     hard_deletes=silver.hard_deletes, index=silver.index, ordering=silver.ordering,
+                     hard_deletes=silver.hard_deletes, index=silver.index,
                      key_only_deletes=True if silver.replica_identity == "default" else None)
 
 
