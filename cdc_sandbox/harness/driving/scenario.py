@@ -240,16 +240,14 @@ def home_schema(table: str) -> Table:
 
 
 def table_schema(table: str, settings: Settings | None = None) -> Table:
-    """A table of the project scenarios run on (`settings`', else the environment's): TICKIT's declared one, or a
-    project's as its source's catalog describes it (the sandbox must be up)."""
-    settings = settings or _project_settings(project_file(os.environ))
-    return get_table(table) if settings is None or settings.topology.is_tickit else catalog.table_schema(settings, table)
+    """A table of the project scenarios run on (`settings`', else the environment's), as the project declares it:
+    TICKIT's declared columns, a project's as its source's catalog describes them (the sandbox must be up)."""
+    return catalog.table_schema(settings or _project_settings(project_file(os.environ)), table)
 
 
 @functools.lru_cache(maxsize=8)  # read once per project file: the fuzzer asks per key it draws
-def _project_settings(path: Path) -> Settings | None:
-    """None for TICKIT, whose tables are declared in the package."""
-    return None if load_topology(path).is_tickit else Settings.load()
+def _project_settings(path: Path) -> Settings:
+    return Settings.load()
 
 
 class _Validator:
