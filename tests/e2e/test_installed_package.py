@@ -75,8 +75,14 @@ def test_the_installed_package_runs_the_starter_project(sandbox, team_venv, tmp_
     assert status["services"] and not down and status["connectors"][0]["state"] == "RUNNING", status
     try:
         output = run([team_venv / "bin" / "pytest", "tests"], env=env, cwd=project)
+        catalogue = run([command, "catalogue", "-k", "same-transaction or sqlserver-one"], env=env, cwd=project)
     finally:
         stop_connectors(sandbox, project)
+
+    report = (project / "reports" / "catalogue.md").read_text()  # the starter's one table plays the incidents'
+    assert "| passed | three updates to one key in one transaction" in report and "category → orders" in report, \
+        catalogue
+    assert "| not applicable | SQL Server changes that share one commit LSN" in report, report
 
     assert "1 passed" in output and "tables checked: orders" in output, output
     assert "DeprecationWarning" not in output, output
