@@ -8,6 +8,7 @@ import functools
 import importlib
 import importlib.metadata
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -414,7 +415,7 @@ def scenario_list():
 @scenario_app.command("validate")
 def scenario_validate(files: list[str] = typer.Argument(..., help="Scenario files, or names of shipped ones.")):
     """Check scenario files without running them (the file, line and reason of the first problem of each); a
-    shipped one is bound to the project's tables first."""
+    shipped one is bound to the project's tables first, read from its sources (the sandbox must be up)."""
     from cdc_sandbox.harness.driving import binding, scenario
 
     failed = False
@@ -460,7 +461,6 @@ def catalogue(job: str = typer.Option("builtin", help="The job under test: 'buil
                                                      "scenario that must catch it, on the project's tables.")):
     """Run the shipped incident catalogue on this project's tables and job: each incident passed, failed (the
     oracle's finding) or not applicable (what the tables lack), in the terminal, a Markdown report and JUnit."""
-    import os
     import subprocess
 
     from cdc_sandbox.harness.driving.scenario import SHIPPED
@@ -469,13 +469,23 @@ def catalogue(job: str = typer.Option("builtin", help="The job under test: 'buil
         Settings.load()  # a project file that does not load is said so here, not in a test session's traceback
     except SandboxError as exc:
         _fail(exc)
-    ini = next((name for name in ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml") if Path(name).is_file()),
-               os.devnull)  # the project's own pytest settings, never those of the package's checkout
+    ini = _pytest_ini(Path.cwd())  # the project's own pytest settings, never those of the package's checkout
     command = [sys.executable, "-m", "pytest", str(SHIPPED), "--sandbox-catalogue", "-p", "no:cacheprovider",
                "-c", ini, "--rootdir", ".", f"--sandbox-job={job}", f"--sandbox-catalogue-report={report}",
                f"--junitxml={junit}", "-rfs", *(["-k", select] if select else []),
                *(["--sandbox-catalogue-teeth"] if teeth else [])]
     raise typer.Exit(subprocess.call(command))
+
+
+def _pytest_ini(directory: Path) -> str:
+    """The file pytest itself would take its settings from in this directory (an empty one where there is none)."""
+    sections = {"pytest.ini": "", ".pytest.ini": "", "pyproject.toml": "[tool.pytest.ini_options]",
+                "tox.ini": "[pytest]", "setup.cfg": "[tool:pytest]"}
+    for name, section in sections.items():
+        path = directory / name
+        if path.is_file() and section in path.read_text(errors="replace"):
+            return str(path)
+    return os.devnull
 
 
 @scenario_app.command("run")

@@ -549,8 +549,8 @@ class Mutator:
                 f"{quote(p.dialect, fk.references_column)} NOT IN (SELECT {quote(p.dialect, fk.column)} FROM {p.name} "
                 f"WHERE {quote(p.dialect, fk.column)} IS NOT NULL)"
                 for fk in columns if p.table.column(fk.column).unique) or "1 = 1"
-            with conn.cursor() as cur:
-                cur.execute(f"SELECT {wanted} FROM {target.name} WHERE {condition}")
+            with conn.cursor() as cur:  # in a set order: a seeded draw picks the same row every run
+                cur.execute(f"SELECT {wanted} FROM {target.name} WHERE {condition} ORDER BY {wanted}")
                 found = cur.fetchall()
             if found:
                 chosen = rng.choice(found)

@@ -6,11 +6,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+from decimal import Decimal, InvalidOperation
+
+from cdc_sandbox.harness.checking.verdict import READ_CHECKS
+
 ANY_COLUMN = "*"
+CHECKS = (*READ_CHECKS, "types", "duplicates", "deletes", "behind", "expectation", "unreadable")
 
 
 def _text(key: tuple) -> tuple[str, ...]:
-    return tuple(map(str, key))
+    """A key's values as text, a number's without its scale (a file's '7' and a reader's Decimal('7.00') agree)."""
+    return tuple(_plain_number(value) for value in key)
+
+
+def _plain_number(value) -> str:
+    if isinstance(value, (int, float, Decimal, str)) and not isinstance(value, bool):
+        try:
+            number = Decimal(str(value))
+        except InvalidOperation:
+            return str(value)
+        return str(number.normalize()) if number.is_finite() else str(value)
+    return str(value)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ KINDS = {"integer": tuple(INTEGER_RANGES), "number": (DECIMAL, NUMBER, FLOAT, DO
 # such a column may play a scenario's column of another kind, with stand-ins for its values.
 STAND_IN_KINDS = ("integer", STR, DATE, TIMESTAMP, TIMESTAMPTZ, BOOL, UUID)
 LOADED_KEYS = 8  # loaded rows a scenario may read (it names rows of TICKIT's it did not write)
+NO_ENGINE = "no engine (its steps need engines that exclude each other)"
 ADDED = "sandbox_"  # the columns a bound scenario adds are named so: apart from the table's own
 NESTED = {"transaction": None, "snapshot_table": "while"}  # steps that hold changes: a list, or under this key
 
@@ -61,6 +62,7 @@ class Candidate:
     referenced: bool = False  # another table's foreign key names it: it cannot be truncated
     references: dict = field(default_factory=dict)  # NOT NULL reference column -> a value naming an existing row
     loaded: tuple[tuple, ...] = ()  # keys of rows it holds (loaded ones), for a scenario that reads rows it did not write
+    fixed_partitions: tuple[str, ...] = ()  # partition columns a row's update must not change (a bucket index)
 
 
 @dataclass
@@ -80,7 +82,8 @@ class Role:
     exact: bool = False  # its columns hold the file's values as they are: the scenario is about them
 
     def need(self, engines) -> None:
-        self.engines = tuple(e for e in self.engines if e in engines) if self.engines else tuple(engines)
+        both = tuple(e for e in self.engines if e in engines) if self.engines else tuple(engines)
+        self.engines = both or (NO_ENGINE,)  # steps that need engines no one is
 
 
 @dataclass
@@ -130,6 +133,9 @@ def roles(raw: dict, homes: dict[str, Table], home_engines: dict[str, str]) -> d
             found[args["table"]].added.add(args["column"])
         if kind == "truncate":
             found[args["table"]].truncated = True
+    if any(kind == "source_clock" and args is not None for kind, args in steps):
+        for role in found.values():  # only a MySQL-compatible source stamps its changes with a clock it is given
+            role.need(BINLOG)
     if raw.get("replica_identity"):
         for role in found.values():
             if role.home_engine == "postgres":
@@ -141,6 +147,8 @@ def roles(raw: dict, homes: dict[str, Table], home_engines: dict[str, str]) -> d
     checked += [(t, c) for t, row in _expected(steps) for c in row]
     checked += [(t, c) for t, s in (raw.get("silver") or {}).items() for c in s.get("partition_by", [])]
     checked += [(t, c) for t, row in _rows(raw, steps) for c, v in row.items() if isinstance(v, scenarios.RandomText)]
+    checked += [(item["table"], item["column"]) for items in (raw.get("catches") or {}).values() for item in items
+                if item.get("column") not in (None, ANY_COLUMN)]  # a column a broken job gets wrong: it is written
     for table, column in checked:  # in the file's order: the same binding in every run
         role = found[table]
         if column not in role.home.primary_key and column not in role.added:
@@ -254,6 +262,9 @@ def _cannot_play(role: Role, candidate: Candidate, chosen: dict[str, Bound], tog
         return "another table references it, so it cannot be truncated"
     if any(fk.column in candidate.table.primary_key for fk in candidate.table.foreign_keys):
         return "its key references another table"
+    if role.written and any(candidate.table.column(fk.column).unique and not candidate.table.column(fk.column).nullable
+                            for fk in candidate.table.foreign_keys):
+        return "a UNIQUE NOT NULL reference (one row per referenced row): the scenario's rows cannot share one"
     for group in together:
         if role.name in group:
             sources = {b.target.source for name, b in chosen.items() if name in group}
@@ -285,7 +296,8 @@ def _target_keys(role: Role, candidate: Candidate) -> list[dict] | None:
     if candidate.name == role.name and table.primary_key == role.home.primary_key and all(
             _holds(table.column(c), v) for key in role.keys for c, v in zip(table.primary_key, key)):
         return [dict(zip(table.primary_key, key)) for key in role.keys]
-    free = iter(dict.fromkeys(fuzz_keys(table)))
+    free = iter([key for key in dict.fromkeys(fuzz_keys(table))
+                 if all(_holds(table.column(c), v) for c, v in zip(table.primary_key, key))])
     loaded = iter(candidate.loaded)
     keys = [next(free if key in role.written else loaded, None) for key in role.keys]
     return None if None in keys else [dict(zip(table.primary_key, key)) for key in keys]
@@ -297,7 +309,8 @@ def _free_columns(role: Role, candidate: Candidate) -> list[Column]:
     table = candidate.table
     references = {fk.column for fk in table.foreign_keys}
     return [c for c in table.columns if c.name not in table.primary_key and c.name not in references
-            and not c.unique and not c.partitions and not _added_by_a_scenario(c.name)]
+            and not c.unique and not c.partitions and not _added_by_a_scenario(c.name)
+            and c.name not in candidate.fixed_partitions]
 
 
 def _added_by_a_scenario(column: str) -> bool:
@@ -337,6 +350,8 @@ def _can_take(role: Role, column: str, target: Column) -> bool:
     same_kind = _kind(target) == _kind(role.home.column(column))
     if not same_kind and (role.exact or _kind(target) not in STAND_IN_KINDS):
         return False
+    if role.exact and any(not _holds(target, v) for v in role.values[column]):
+        return False  # its values are the point: no stand-ins
     if column in role.nulls and not target.nullable:
         return False
     return _stand_ins(target, role.values[column], same_kind, column) is not None
@@ -453,9 +468,13 @@ def _catch(item: dict, bound: Bound) -> dict:
     """A failure a variant causes, on the bound table: its column the one that plays it (a column the scenario names
     only to fill a row, or a key column, as any column), its key the bound key."""
     out = {**item, "table": bound.target.name}
-    column = item.get("column")
-    if column is not None:
-        out["column"] = ADDED + column if column in bound.role.added else bound.columns.get(column, ANY_COLUMN)
+    column, home_key, target_key = item.get("column"), bound.role.home.primary_key, bound.target.table.primary_key
+    if column in bound.role.added:
+        out["column"] = ADDED + column
+    elif column in home_key and len(home_key) == len(target_key):
+        out["column"] = target_key[home_key.index(column)]
+    elif column is not None:
+        out["column"] = bound.columns.get(column, ANY_COLUMN)
     if "key" in item:
         key = bound.keys.get(tuple(item["key"]))
         out.pop("key")
@@ -561,8 +580,14 @@ def candidates(settings: Settings, mutator: Mutator | None = None) -> list[Candi
         loaded = tuple(tuple(map(_plain, key)) for key in mutator.first_keys(name, LOADED_KEYS + len(harness_keys))
                        if tuple(map(str, key)) not in harness_keys)[:LOADED_KEYS]
         found.append(Candidate(name, p.table, topology.sources[source].engine, source, name in referenced,
-                               references, loaded))
+                               references, loaded, _fixed_partitions(topology.silver_of(name))))
     return found
+
+
+def _fixed_partitions(silver) -> tuple[str, ...]:
+    """The partition columns of a table whose index finds a row in its own partition only: a scenario's update of
+    such a column would leave the row in its old partition too, as the project's layout says it must not change."""
+    return () if silver.index == "global_simple" else silver.partition_by
 
 
 def home_tables(raw: dict) -> tuple[dict[str, Table], dict[str, str]]:
@@ -592,7 +617,7 @@ def load(path: Path, settings: Settings | None = None, found: list[Candidate] | 
     if not is_bound(path, topology):
         return scenarios.load(path, settings)
     settings = settings or Settings.load()
-    return scenarios.validate(bound_raw(path, settings, found), path, settings)
+    return replace(scenarios.validate(bound_raw(path, settings, found), path, settings), bound=True)
 
 
 _CANDIDATES: dict[Path, list[Candidate]] = {}  # read once per project in a process: a run binds every scenario

@@ -480,11 +480,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     lines += [f"slowest: {r.nodeid} {r.duration:.0f} s" for r in slowest]
     lines += cpu_lines()
     lines += [f"lake kept after a failure: {lake}" for lake in KEPT_LAKES]
+    if config.getoption("--sandbox-catalogue"):
+        lines += catalogue_lines(config)
     terminalreporter.write_sep("=", "sandbox summary")
     for line in lines:
         terminalreporter.write_line(line)
-    if config.getoption("--sandbox-catalogue"):
-        lines += catalogue_lines(terminalreporter.config)
     if config.getoption("--sandbox-summary"):
         path = Path(config.getoption("--sandbox-summary"))
         path.parent.mkdir(parents=True, exist_ok=True)

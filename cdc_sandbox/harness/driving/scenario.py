@@ -22,7 +22,7 @@ import yaml
 from cdc_sandbox import debezium_settings
 from cdc_sandbox.config import ENGINES, INDEXES, PACKAGE_DIR, TOPOLOGY_FILE, Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness.checking.catches import ANY_COLUMN, Catch
+from cdc_sandbox.harness.checking.catches import ANY_COLUMN, CHECKS, Catch
 from cdc_sandbox.harness.checking.oracle import Oracle
 from cdc_sandbox.harness.running.broken_jobs import VARIANTS
 from cdc_sandbox.harness.running.pipeline import BatchFailed
@@ -181,6 +181,7 @@ class Scenario:
     debezium: dict[str, str] = field(default_factory=dict)  # settings of its tables' connectors while it runs
     silver: dict[str, dict] = field(default_factory=dict)  # its tables' own silver layout: {table: settings}
     catches: dict[str, tuple[Catch, ...]] = field(default_factory=dict)  # broken job variant -> how it must fail
+    bound: bool = False  # written on TICKIT's tables and bound to the project's (`binding`)
 
     @property
     def job(self) -> dict:
@@ -412,6 +413,8 @@ class _Validator:
     def catch(self, item, tables: list[str], variant: str) -> Catch:
         if not isinstance(item, dict) or not {"check", "table"} <= set(item) <= {"check", "table", "column", "key"}:
             self.fail(item, f"a failure of {variant} names check and table, and a column or key of it")
+        if item["check"] not in CHECKS:
+            self.fail(item, f"check is one of {', '.join(CHECKS)}, not {item['check']!r}", "check")
         table = self.table_name(item, item["table"], "table", allowed=tables)
         column = item.get("column")
         known = {*self.schema(table).column_names, *self.silver_has.get(table, set()), ANY_COLUMN}
@@ -713,8 +716,13 @@ def pipeline_options(scenario: Scenario, job: dict) -> dict:
     options = {key: value for key, value in job.items() if key != "continuous"}
     if scenario.replica_identity == "default":
         options["key_only_deletes"] = True  # as a team configures its job for such tables
-    if scenario.silver:
-        options["table_settings"] = scenario.silver
+    settings = {table: dict(layout) for table, layout in scenario.silver.items()}
+    if scenario.bound:  # the job's table type and deletes, as on TICKIT's tables, over the project's own for them
+        for table in scenario.tables:
+            settings.setdefault(table, {}).update(table_type=job.get("table_type", "COPY_ON_WRITE"),
+                                                  hard_deletes=bool(job.get("hard_deletes", False)))
+    if settings:
+        options["table_settings"] = settings
     return options
 
 
@@ -760,7 +768,7 @@ def _connector_of(table: str, settings: Settings, mutator: Mutator) -> str:
 
 
 def _deleted_from(scenario: Scenario) -> list[str]:
-    return sorted({c.args["table"] for c in _changes(scenario) if c.kind == "delete"})
+    return sorted({c.args["table"] for c in changes(scenario) if c.kind == "delete"})
 
 
 def _expect_tombstones(bootstrap: str, oracle: Oracle, topics_of: dict[str, str], ends: dict) -> None:
@@ -799,7 +807,7 @@ def give(scenario: Scenario, mutator: Mutator) -> None:
     (a rerun starts from the same state; rows under other keys are left alone). A column the steps retype or add with
     a default is dropped first: an earlier run left it with its new type or its rows holding the default, and the
     steps add it again."""
-    readded = [c for c in _changes(scenario) if c.kind == "add_column" and c.args.get("default") is not None]
+    readded = [c for c in changes(scenario) if c.kind == "add_column" and c.args.get("default") is not None]
     for table, column in sorted({(c.args["table"], c.args["column"]) for c in [*_alterations(scenario), *readded]}):
         mutator.drop_column(table, column)
     for table, key in _claimed_keys(scenario):
@@ -810,21 +818,21 @@ def give(scenario: Scenario, mutator: Mutator) -> None:
             mutator.insert(table, _values(row))
 
 
-def _changes(scenario: Scenario) -> list[Step]:
+def changes(scenario: Scenario) -> list[Step]:
     """Every change step, those of transactions and of snapshots' `while` included."""
     nested = {"transaction": "changes", "snapshot_table": "while"}
     return [c for step in scenario.steps for c in (step.args[nested[step.kind]] if step.kind in nested else [step])]
 
 
 def _alterations(scenario: Scenario) -> list[Step]:
-    return [c for c in _changes(scenario) if c.kind == "alter_column"]
+    return [c for c in changes(scenario) if c.kind == "alter_column"]
 
 
 def _claimed_keys(scenario: Scenario) -> list[tuple[str, dict]]:
-    changes = _changes(scenario)
+    made = changes(scenario)
     claimed = [(t, row) for t, rows in scenario.given.items() for row in rows]
-    claimed += [(c.args["table"], c.args["row"]) for c in changes if c.kind == "insert"]
-    claimed += [(c.args["table"], c.args["new_key"]) for c in changes if c.kind == "update_key"]
+    claimed += [(c.args["table"], c.args["row"]) for c in made if c.kind == "insert"]
+    claimed += [(c.args["table"], c.args["new_key"]) for c in made if c.kind == "update_key"]
     keys = []
     for table, row in claimed:
         key = {k: row[k] for k in scenario.schemas[table].primary_key}
@@ -1067,7 +1075,7 @@ def _expect(step: Step, oracle: Oracle, entries: dict, time_travel: bool) -> Non
     for table, spec in step.args["expect"].items():
         entry = entries[table]
         how = f"time travel to {entry.commit.instant}" if time_travel else "snapshot"
-        keys = {tuple(row[k] for k in entry.shape.table.primary_key)
+        keys = {tuple(_typed(entry.shape, k, row[k]) for k in entry.shape.table.primary_key)
                 for kind in ("rows", "deleted", "absent") for row in spec.get(kind, [])}
         for reader in oracle.readers:
             rows = reader.as_of(entry.shape, entry.commit, keys) if time_travel else reader.snapshot(entry.shape, keys)

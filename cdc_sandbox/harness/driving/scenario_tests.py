@@ -19,6 +19,8 @@ class ScenarioFile(pytest.File):
         except binding.NotApplicable as exc:
             home = scenarios.validate(scenarios.read(self.path), self.path, home=True)
             yield from self._items(home, lambda job: _not_applicable(exc.reason), home.tables)
+            for variant in home.catches if self.config.getoption("--sandbox-catalogue-teeth", False) else ():
+                yield from self._items(home, lambda job: _not_applicable(exc.reason), home.tables, variant)
             return
         except scenarios.ScenarioError as exc:
             raise self.CollectError(exc.message) from exc
@@ -70,6 +72,8 @@ def _teeth_test(spec: scenarios.Scenario, job: dict, variant: str):
             pytest.skip(reason)
         if reason := teeth.unmet(variant, spec, cdc_mutator.settings):
             pytest.skip(NOT_APPLICABLE + reason)
+        if request.config.getoption("--sandbox-job") != "builtin":
+            pytest.skip(NOT_APPLICABLE + "the broken variants patch the built-in job, not the job under test")
         caught = teeth.play(variant, spec, job, cdc_pipeline_factory, cdc_mutator.settings, cdc_mutator,
                             request.config.getoption("--oracle-timeout"), monkeypatch)
         if wrong := teeth.judge(variant, spec, caught):

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DateType
 
 from cdc_sandbox.schema import BYTES, DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ
-from cdc_sandbox.spark_jobs import cdc_hudi_job, decode
+from cdc_sandbox.spark_jobs import cdc_hudi_job, decode, images
 from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
 from cdc_sandbox.spark_jobs.job_config import TableSpec
 from cdc_sandbox.spark_jobs.lake_layout import silver_table, split_uri
