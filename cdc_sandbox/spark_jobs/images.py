@@ -5,7 +5,8 @@ A Postgres table whose replica identity is not FULL (DEFAULT, as most are) leave
   Debezium writes its placeholder `__debezium_unavailable_value` instead (its bytes in a binary column);
 - a delete's old row holds the key alone: the other columns arrive NULL (a table's `key_only_deletes`).
 Silver must hold what the source holds, so each such value is the key's previous one: from the key's latest earlier
-change in the same batch, else from silver's live row. A key silver does not hold yet keeps NULL.
+change in the same batch, else from silver's live row. A key silver does not hold yet keeps NULL, and so does a
+column the change's schema version lacks (dropped from the source before it), as in any row written after a drop.
 """
 
 from __future__ import annotations
@@ -31,7 +32,15 @@ def value_columns(rows: DataFrame, spec: TableSpec) -> list[str]:
 
 
 def left_out(rows: DataFrame, key_only_deletes: bool, column: str) -> Column:
-    """Whether a change's value of `column` is not in its event (never NULL)."""
+    """Whether a change's value of `column` is not in its event (never NULL). A column its event's schema version
+    does not have (dropped from the source before the change) is not left out: the change holds it NULL."""
+    field = rows.schema[column]
+    versions = field.metadata.get("schema_ids")
+    own = F.col("_schema_id").isin(list(versions)) if versions and "_schema_id" in rows.columns else F.lit(True)
+    return own & _marked(rows, key_only_deletes, column)
+
+
+def _marked(rows: DataFrame, key_only_deletes: bool, column: str) -> Column:
     data_type = rows.schema[column].dataType
     marks = []
     if isinstance(data_type, StringType):

@@ -65,8 +65,17 @@ stored = spark.createDataFrame([(1, "stored", b"s1"), (3, "old", b"s3"), (4, "ke
 def filled(key_only_deletes):
     return {f"{row.catid}@{row._source_position}": [row.notes, row.blob and bytes(row.blob).decode()]
             for row in completed(changes, spec, key_only_deletes, stored).collect()}
+from pyspark.sql import functions as F
+# `gone` is in schema version 1 only: dropped from the source before the key-only delete of version 2
+versions = spark.createDataFrame([(6, "u", "set", 60, 7, 1), (6, "d", None, 61, 8, 2), (7, "d", None, 70, 9, 2)],
+                                 "catid int, __op string, gone string, _source_position long, offset long, "
+                                 "_schema_id long")
+versions = versions.withColumn("gone", F.col("gone").alias("gone", metadata={"schema_ids": [1]}))
+stored_gone = spark.createDataFrame([(7, "stored")], "catid int, gone string")
+after_drop = {f"{row.catid}@{row._source_position}": row.gone
+              for row in completed(versions, spec, True, stored_gone).collect()}
 print(json.dumps({"kept": kept, "quarantined": quarantined, "tables": sorted(decoded.tables), "typed": typed,
-                  "filled": filled(True), "filled_full_deletes": filled(False)}))
+                  "filled": filled(True), "filled_full_deletes": filled(False), "after_drop": after_drop}))
 spark.stop()
 """
 
@@ -118,6 +127,11 @@ def test_values_an_event_leaves_out_are_the_keys_previous_ones(result):
     assert result["filled"] == {
         "1@10": ["stored", "x"], "2@20": ["in batch", "y"], "2@21": ["in batch", "y"],
         "3@30": [None, "z"], "3@31": [None, "z"], "4@40": ["kept", "s4"], "5@50": [None, None]}
+
+
+def test_a_key_only_delete_after_a_column_is_dropped_holds_it_null(result):
+    """The delete's schema version lacks the column: neither the key's earlier change nor silver's row fills it."""
+    assert result["after_drop"] == {"6@60": "set", "6@61": None, "7@70": None}
 
 
 def test_a_delete_keeps_its_own_values_unless_the_table_sends_key_only_deletes(result):
