@@ -32,6 +32,7 @@ from cdc_sandbox.schema import BIT_LAYOUTS, DOUBLE, FLOAT, TIME, TIMESTAMP, TIME
 from cdc_sandbox.schema import RANGE_FORMS
 from cdc_sandbox.sources.normalize import single_precision, time_text
 from cdc_sandbox.sources.positions import BinlogMark, binlog_mark, current_position, position_in, position_range
+from cdc_sandbox.stack import catalog
 from cdc_sandbox.stack.catalog import Placement, left_out_placements, needs_text_array, placements
 from cdc_sandbox.stack.databases import table_connection
 from cdc_sandbox.stack.services.sqlserver_cdc import refresh_capture_instance_batch
@@ -225,6 +226,12 @@ class Mutator:
         # When set, MySQL-compatible sources stamp changes with this time instead of the clock (`SET TIMESTAMP`), as
         # a source whose clock jumps back does: the binlog, and so Debezium's `ts_ms`, carries it.
         self.source_clock: dt.datetime | None = None
+
+    def read_tables_again(self) -> None:
+        """Read the tables' columns from the sources again: after columns were dropped outside the journal's view
+        (a column an earlier process added, which this one read)."""
+        catalog.forget()
+        self._placements = {p.table.name: p for p in placements(self.settings)}
 
     def holds(self, table: str) -> bool:
         """Whether the table is captured here (a table left out of capture, e.g. a namesake, is not)."""

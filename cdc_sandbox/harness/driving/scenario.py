@@ -808,8 +808,11 @@ def give(scenario: Scenario, mutator: Mutator) -> None:
     a default is dropped first: an earlier run left it with its new type or its rows holding the default, and the
     steps add it again."""
     readded = [c for c in changes(scenario) if c.kind == "add_column" and c.args.get("default") is not None]
-    for table, column in sorted({(c.args["table"], c.args["column"]) for c in [*_alterations(scenario), *readded]}):
+    dropped = sorted({(c.args["table"], c.args["column"]) for c in [*_alterations(scenario), *readded]})
+    for table, column in dropped:
         mutator.drop_column(table, column)
+    if dropped:  # a project's columns are read from its catalog, which may hold them from an earlier run
+        mutator.read_tables_again()
     for table, key in _claimed_keys(scenario):
         if mutator.read_row(table, key) is not None:
             mutator.delete(table, key)
