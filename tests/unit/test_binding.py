@@ -4,6 +4,7 @@ scenario does not apply (no sandbox needed: the project's tables are given as th
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import pytest
 
@@ -159,3 +160,23 @@ def test_text_stand_ins_are_distinct_values_the_column_holds():
                                           (12, True), ("1E+10", False), ("0.5", True)])
 def test_a_decimal_column_holds_what_its_precision_and_scale_allow(value, holds):
     assert binding._holds(Column("amount", DECIMAL, precision=12, scale=2), value) is holds
+
+
+def test_steps_that_need_engines_excluding_each_other_apply_nowhere():
+    raw = {"name": "both", "tables": ["venue"],
+           "steps": [{"reset_connector": {"table": "venue"}}, {"rewind_connector": {"table": "venue", "to": "x"}}]}
+    with pytest.raises(binding.NotApplicable) as caught:
+        binding.bind(raw, {"venue": scenarios.home_schema("venue")}, {"venue": "postgres"},
+                     _candidates(ACCOUNTS) + _candidates(CUSTOMERS, engine="mariadb"))
+    assert binding.NO_ENGINE in caught.value.reason
+
+
+def test_the_catalogue_takes_pytest_settings_from_the_file_pytest_would(tmp_path):
+    from cdc_sandbox.cli import _pytest_ini
+
+    (tmp_path / "tox.ini").write_text("[tox]\nenvlist = py311\n")
+    assert _pytest_ini(tmp_path) == os.devnull
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\nmarkers = []\n")
+    assert _pytest_ini(tmp_path) == str(tmp_path / "pyproject.toml")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    assert _pytest_ini(tmp_path) == str(tmp_path / "pytest.ini")
