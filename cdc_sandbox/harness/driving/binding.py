@@ -473,8 +473,11 @@ def _catch(item: dict, bound: Bound) -> dict:
         out["column"] = ADDED + column
     elif column in home_key and len(home_key) == len(target_key):
         out["column"] = target_key[home_key.index(column)]
-    elif column is not None:
-        out["column"] = bound.columns.get(column, ANY_COLUMN)
+    elif column in bound.columns and _kind(bound.target.table.column(bound.columns[column])) == _kind(
+            bound.role.home.column(column)):
+        out["column"] = bound.columns[column]
+    elif column is not None:  # played by stand-ins of another kind, or not at all: what the bug breaks is elsewhere
+        out["column"] = ANY_COLUMN
     if "key" in item:
         key = bound.keys.get(tuple(item["key"]))
         out.pop("key")

@@ -665,7 +665,7 @@ def unavailable(scenario: Scenario, settings) -> str | None:
 
 
 def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lambda line: None,
-        job: dict | None = None, verify=None) -> ScenarioResult:
+        job: dict | None = None, verify=None, on_given=lambda: None) -> ScenarioResult:
     """Play the scenario against the sandbox on `pipeline` (a fresh lake over the scenario's tables, written under
     `job`, one of its jobs: the first by default). `verify` checks the history at the end (the oracle's whole
     history by default)."""
@@ -674,7 +674,8 @@ def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lamb
     emptied = {table: mutator.rows(table) for table in _truncated_tables(scenario)}
     try:
         with session_zone(pipeline.spark, pipeline.config.session_zone):
-            expectations = _run(scenario, pipeline, mutator, oracle, say, job, verify or oracle.verify_history)
+            expectations = _run(scenario, pipeline, mutator, oracle, say, job, verify or oracle.verify_history,
+                                on_given)
     finally:
         mutator.source_clock = None  # a file that leaves the clock stepped back does not stamp later changes
         for table, rows in emptied.items():  # the tables it truncated hold their rows again for later tests
@@ -683,13 +684,14 @@ def run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say=lamb
     return ScenarioResult(scenario.name, len(scenario.labels), count)
 
 
-def _run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say, job: dict, verify) -> list:
+def _run(scenario: Scenario, pipeline, mutator: Mutator, oracle: Oracle, say, job: dict, verify, on_given) -> list:
     give(scenario, mutator)
     if job.get("continuous"):
         pipeline.start_continuous()
     for change in _alterations(scenario):
         oracle.expect_widening(change.args["table"], added_column(change.args["column"], change.args["type"]))
     oracle.track(scenario.tables, label="given")
+    on_given()  # silver holds the starting rows
     with _source_settings(scenario, mutator), _connector_settings(scenario, oracle, pipeline):
         expectations = _play_steps(scenario, pipeline, mutator, oracle, say)
     verify()
@@ -804,11 +806,11 @@ def _truncated_tables(scenario: Scenario) -> list[str]:
 
 def give(scenario: Scenario, mutator: Mutator) -> None:
     """Make the source hold exactly the given rows, and none under the keys the steps insert or move rows to
-    (a rerun starts from the same state; rows under other keys are left alone). A column the steps retype or add with
-    a default is dropped first: an earlier run left it with its new type or its rows holding the default, and the
-    steps add it again."""
-    readded = [c for c in changes(scenario) if c.kind == "add_column" and c.args.get("default") is not None]
-    dropped = sorted({(c.args["table"], c.args["column"]) for c in [*_alterations(scenario), *readded]})
+    (a rerun starts from the same state; rows under other keys are left alone). A column the steps add or retype is
+    dropped first: an earlier run left it (with its new type, or its rows holding a default), and the steps add it
+    again, as the first run did."""
+    added = [c for c in changes(scenario) if c.kind == "add_column"]
+    dropped = sorted({(c.args["table"], c.args["column"]) for c in [*_alterations(scenario), *added]})
     for table, column in dropped:
         mutator.drop_column(table, column)
     if dropped:  # a project's columns are read from its catalog, which may hold them from an earlier run
