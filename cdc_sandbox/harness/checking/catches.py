@@ -11,7 +11,8 @@ from decimal import Decimal, InvalidOperation
 from cdc_sandbox.harness.checking.verdict import READ_CHECKS
 
 ANY_COLUMN = "*"
-CHECKS = (*READ_CHECKS, "types", "duplicates", "deletes", "behind", "expectation", "unreadable")
+ANY_READ = "read"  # any of the oracle's reads of silver (snapshot, time travel, incremental), on any column or row
+CHECKS = (*READ_CHECKS, ANY_READ, "types", "duplicates", "deletes", "behind", "expectation", "unreadable")
 
 
 def _text(key: tuple) -> tuple[str, ...]:
@@ -42,6 +43,9 @@ class Catch:
     key: tuple | None = None
 
     def matches(self, finding) -> bool:
+        if finding is not None and self.check == ANY_READ:
+            return finding.table == self.table and finding.check in READ_CHECKS and bool(
+                finding.columns or finding.keys or finding.differing_keys)
         if finding is None or (finding.check, finding.table) != (self.check, self.table):
             return False
         if self.key is not None and _text(self.key) not in {_text(k) for k in finding.keys | finding.differing_keys}:
@@ -51,6 +55,8 @@ class Catch:
         return self.column in finding.columns if self.column else bool(finding.keys) or self.check == "behind"
 
     def __str__(self) -> str:
+        if self.check == ANY_READ:
+            return f"a read of {self.table} (snapshot, time travel or incremental)"
         shown = "(rows by key)" if self.column is None else "(a column)" if self.column == ANY_COLUMN \
             else f"(column {self.column})"
         return f"{self.check} of {self.table} {shown}" + (f" at key {', '.join(map(str, self.key))}" if self.key else "")

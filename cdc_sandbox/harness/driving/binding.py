@@ -22,7 +22,8 @@ from pathlib import Path
 
 from cdc_sandbox.config import TOPOLOGY_FILE, Settings, load_topology, project_file
 from cdc_sandbox.errors import SandboxError
-from cdc_sandbox.harness.checking.catches import ANY_COLUMN
+from cdc_sandbox.harness.checking.catches import ANY_COLUMN, ANY_READ
+from cdc_sandbox.harness.checking.verdict import READ_CHECKS
 from cdc_sandbox.harness.driving import scenario as scenarios
 from cdc_sandbox.harness.driving.fuzz import fuzz_keys
 from cdc_sandbox.schema import BOOL, DATE, DECIMAL, DOUBLE, FLOAT, INTEGER_RANGES, NUMBER, STR, TIMESTAMP, TIMESTAMPTZ, UUID
@@ -465,8 +466,14 @@ def _rewritten(raw: dict, chosen: dict[str, Bound]) -> dict:
 
 
 def _catch(item: dict, bound: Bound) -> dict:
-    """A failure a variant causes, on the bound table: its column the one that plays it (a column the scenario names
-    only to fill a row, or a key column, as any column), its key the bound key."""
+    """A failure a variant causes, on the bound table. The project's own columns and layout decide which of the
+    oracle's reads meets a wrong value first and which column a wrong type shows in: a read's failure is any read's
+    of the table, a type's any column's. Otherwise its column is the one that plays it (a key column by its place
+    in the key), and its key the bound key."""
+    if item["check"] in READ_CHECKS:
+        return {"check": ANY_READ, "table": bound.target.name}
+    if item["check"] == "types":
+        return {"check": "types", "table": bound.target.name, "column": ANY_COLUMN}
     out = {**item, "table": bound.target.name}
     column, home_key, target_key = item.get("column"), bound.role.home.primary_key, bound.target.table.primary_key
     if column in bound.role.added:
