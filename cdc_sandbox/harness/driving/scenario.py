@@ -806,10 +806,12 @@ def _truncated_tables(scenario: Scenario) -> list[str]:
 
 def give(scenario: Scenario, mutator: Mutator) -> None:
     """Make the source hold exactly the given rows, and none under the keys the steps insert or move rows to
-    (a rerun starts from the same state; rows under other keys are left alone). A column the steps add or retype is
-    dropped first: an earlier run left it (with its new type, or its rows holding a default), and the steps add it
-    again, as the first run did."""
-    added = [c for c in changes(scenario) if c.kind == "add_column"]
+    (a rerun starts from the same state; rows under other keys are left alone). A column the steps retype or add with
+    a default is dropped first: an earlier run left it with its new type or its rows holding the default, and the
+    steps add it again; on a project's tables (a bound scenario, which a team runs again and again) every column the
+    steps add is."""
+    added = [c for c in changes(scenario)
+             if c.kind == "add_column" and (scenario.bound or c.args.get("default") is not None)]
     dropped = sorted({(c.args["table"], c.args["column"]) for c in [*_alterations(scenario), *added]})
     for table, column in dropped:
         mutator.drop_column(table, column)
