@@ -14,11 +14,13 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType
 
+from cdc_sandbox.config import Settings
 from cdc_sandbox.schema import BYTES, DATE, DECIMAL, INT, SMALLINT, TIMESTAMP, TIMESTAMPTZ
 from cdc_sandbox.spark_jobs import cdc_hudi_job, decode, images
 from cdc_sandbox.spark_jobs.decode import KAFKA_COLUMNS, RegistryUnavailable, SchemaCache
 from cdc_sandbox.spark_jobs.job_config import TableSpec
 from cdc_sandbox.spark_jobs.lake_layout import silver_table, split_uri
+from cdc_sandbox.stack import catalog
 
 
 # --- the variants --------------------------------------------------------------------------------------------
@@ -175,15 +177,17 @@ def money_as_double(patch: pytest.MonkeyPatch) -> None:
 
 
 def dropped_added_column(patch: pytest.MonkeyPatch) -> None:
-    """Writes a MariaDB table's silver in the columns its first batch had (a column list fixed when the job was
-    written, for binlog-sourced tables): a column a later migration adds never reaches silver."""
-    first_columns: dict[str, list[str]] = {}
+    """Writes a MariaDB table's silver in the columns the project declares for it, as the job first met it (a
+    column list fixed when the job was written, for binlog-sourced tables): a column a later migration adds never
+    reaches silver."""
+    settings, declared = Settings.load(), {}
 
     def created_columns(changes: DataFrame, spec: TableSpec) -> DataFrame:
         if spec.position != "binlog":
             return changes
-        created = first_columns.setdefault(spec.table, _source_columns(changes))
-        return changes.drop(*[c for c in _source_columns(changes) if c not in created])
+        if spec.table not in declared:
+            declared[spec.table] = catalog.table_schema(settings, spec.table).column_names
+        return changes.drop(*[c for c in _source_columns(changes) if c not in declared[spec.table]])
 
     _transform_changes(patch, created_columns)
 
