@@ -119,7 +119,7 @@ def test_a_column_may_be_added_with_a_default_and_a_rerun_drops_it_first(tmp_pat
 
     calls = []
     scenario.give(loaded, Recording())
-    assert calls == [("drop_column", "category", "note")]
+    assert calls == [("drop_column", "category", "note"), ("read_tables_again",)]
 
 
 @pytest.mark.parametrize("dialect, value, clause", [
